@@ -1,0 +1,558 @@
+"""The engine: the session's state and the turn lifecycle, owned by the main thread.
+
+Workers never touch this object. They post messages into the inbox; the main loop hands them
+to :meth:`Engine.handle_worker_message`, which records items, forwards public events and
+ends turns. Ops arrive through :meth:`Engine.handle_line` and are dispatched by ``ops.OPS``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import orjson
+
+from . import __version__
+from .approvals import ApprovalAnswer, LiveSettings, ModeError, parse_mode
+from .config import load_config, profile_dir
+from .messages import QueuedMessage, check_image, normalize_paths, user_item
+from .pool import WorkerPool
+
+log = logging.getLogger("jucode.engine")
+
+
+@dataclass
+class EngineOptions:
+    chat: bool = False
+    approval_mode: Optional[str] = None
+    demo: bool = False
+    replay: Optional[str] = None
+    headless: bool = False
+
+    @classmethod
+    def from_argv(cls, argv: list[str]) -> "EngineOptions":
+        o = cls()
+        it = iter(argv)
+        for a in it:
+            if a == "--chat":
+                o.chat = True
+            elif a == "--demo":
+                o.demo = True
+            elif a == "--replay":
+                o.replay = next(it, None)
+            elif a.startswith("--replay="):
+                o.replay = a.split("=", 1)[1]
+            elif a == "--approval-mode":
+                o.approval_mode = next(it, None)
+            elif a.startswith("--approval-mode="):
+                o.approval_mode = a.split("=", 1)[1]
+        return o
+
+
+class Turn:
+    """The running turn as the main thread sees it."""
+
+    def __init__(self, turn_id: int, ctx, message: Optional[QueuedMessage]):
+        self.id = turn_id
+        self.ctx = ctx
+        self.message = message
+        self.steered: list = []          # QueuedMessages moved into the worker's inbox, unread
+
+
+class Engine:
+    def __init__(self, opts: EngineOptions, inbox: queue.Queue):
+        self.opts = opts
+        self.inbox = inbox
+        self.exiting = False
+        self._write: Callable[[dict], None] = lambda ev: None
+        self.profile = profile_dir()
+        self.profile.mkdir(parents=True, exist_ok=True)
+        _setup_logging(self.profile)
+        self.config = load_config(self.profile)
+        self.cwd = os.path.realpath(os.getcwd())
+        if opts.chat:
+            chats = self.profile / "chats"
+            chats.mkdir(parents=True, exist_ok=True)
+            os.chdir(chats)
+            self.cwd = os.path.realpath(str(chats))
+        self.pool = WorkerPool()
+        self.live = LiveSettings(mode=self._initial_mode())
+        self.queue: list[QueuedMessage] = []
+        self.turn: Optional[Turn] = None
+        self._turn_seq = 0
+        self.approvals: dict = {}              # call_id -> Approval
+        self.read_state: dict = {}
+        self.staged_images: list = []
+        self._last_model_status: Optional[bytes] = None
+        self._startup_errors: list[str] = []
+        self.totals = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0}
+        self.cost = 0.0
+        self.last_failed = False
+        self.model = self.config.get("model") or "gpt-5"
+        self.effort = self.config.get("reasoning_effort") or "medium"
+        if self.config.load_error:
+            self._startup_errors.append(f"failed to load config.json: {self.config.load_error} "
+                                        f"(using defaults; the file was left untouched)")
+        from .session_host import SessionHost
+        self.sessions = SessionHost(self)
+        from .extensions import Extensions
+        self.ext = Extensions(self)
+        self.shell_sessions = None
+        self._key_missing: Optional[bool] = None
+
+    # -- output -----------------------------------------------------------------------------
+    def attach_writer(self, write: Callable[[dict], None]) -> None:
+        self._write = write
+
+    def emit(self, ev: dict) -> None:
+        """Write a public event (internal ``_`` events never reach stdout)."""
+        if ev.get("type", "").startswith("_"):
+            return
+        if ev.get("type") == "model_status":
+            self._last_model_status = orjson.dumps(ev)
+        self.ext.observe(ev)
+        self._write(ev)
+
+    def post(self, msg: dict) -> None:
+        """Thread-safe: workers and background threads hand messages to the main thread."""
+        self.inbox.put(("worker", msg))
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        self.inbox.put(("call", fn))
+
+    @property
+    def session_id(self) -> str:
+        return self.sessions.session_id
+
+    # -- startup ----------------------------------------------------------------------------
+    def _initial_mode(self) -> str:
+        for candidate in (self.opts.approval_mode, self.config.get("approval_mode")):
+            if candidate:
+                try:
+                    return parse_mode(candidate)
+                except ModeError as e:
+                    log.warning("%s", e)
+        return "manual"
+
+    def emit_startup(self) -> None:
+        info = self.model_info()
+        self.emit({"type": "startup", "version": __version__, "session_id": self.session_id,
+                   "profile_dir": str(self.profile), "config_path": str(self.config.path), "cwd": self.cwd,
+                   "model": self.model, "context_window": info.context_window})
+        self.emit(self.model_status_event())
+        self.emit(self.ext.command_list_event())
+        self.emit({"type": "approval_mode", "mode": self.live.mode})
+        self.emit({"type": "mcp_servers", "servers": self.ext.mcp_servers_view()})
+        for ev in self.ext.startup_extra_events():
+            self.emit(ev)
+        for msg in self._startup_errors:
+            self.emit({"type": "error", "message": msg})
+        self.ext.after_startup()
+
+    def model_info(self):
+        from .models import resolve_model_info
+        return resolve_model_info(self.config.data, self.model)
+
+    def effective_effort(self) -> str:
+        from .models import effective_effort
+        return effective_effort(self.model_info(), self.effort)
+
+    def model_state(self) -> str:
+        if self.turn is None:
+            return "ready"
+        if self.queue:
+            return f"queued: {len(self.queue)}"
+        return "streaming"
+
+    def model_status_event(self) -> dict:
+        from .models import model_status_fields
+        return dict({"type": "model_status"}, **model_status_fields(self, self.model_state()))
+
+    # -- input ------------------------------------------------------------------------------
+    def handle_line(self, raw: bytes) -> None:
+        from .ops import dispatch_line
+        try:
+            dispatch_line(self, raw)
+        except Exception as e:  # nothing from the pipe can kill the engine
+            log.exception("op failed")
+            self.emit({"type": "error", "message": f"internal error handling command: {e}"})
+
+    def on_stdin_eof(self) -> None:
+        self.request_exit()
+
+    def request_exit(self) -> None:
+        self.exiting = True
+
+    # -- messages and the queue ---------------------------------------------------------------
+    def attachments(self, images, files) -> tuple[list, list]:
+        ok_images = []
+        staged, self.staged_images = self.staged_images, []
+        for p in staged + normalize_paths(images, self.cwd):
+            reason = check_image(p)
+            if reason:
+                self.emit({"type": "info", "message": f"skipped attachment {p}: {reason}"})
+            else:
+                ok_images.append(p)
+        ok_files = []
+        for p in normalize_paths(files, self.cwd):
+            if os.path.exists(p):
+                ok_files.append(p)
+            else:
+                self.emit({"type": "info", "message": f"skipped attachment {p}: file not found"})
+        return ok_images, ok_files
+
+    def submit(self, msg: QueuedMessage) -> None:
+        """Start a turn with the message, or queue it behind the running one."""
+        if self.turn is not None or self.sessions.busy():
+            self.queue.append(msg)
+            self.emit_pending()
+            self.emit({"type": "status", "message": f"queued: {len(self.queue)}"})
+            self.emit({"type": "status", "message": "streaming"})   # keep clients busy (notes §4)
+            return
+        self.start_turn(msg)
+
+    def emit_pending(self) -> None:
+        self.emit({"type": "pending_messages", "messages": [m.content for m in self.queue]})
+
+    def echo(self, msg: QueuedMessage) -> None:
+        ev = {"type": "user_message", "content": msg.content}
+        if msg.images:
+            ev["images"] = msg.images
+        if msg.files:
+            ev["files"] = msg.files
+        self.emit(ev)
+
+    def start_turn(self, msg: Optional[QueuedMessage], echo: bool = True) -> None:
+        if msg is not None:
+            if echo:
+                self.echo(msg)
+            reason = self.ext.user_prompt_blocked(msg)
+            if reason:
+                self.emit({"type": "error", "message": f"blocked by user_prompt_submit hook: {reason}"})
+                self.emit({"type": "status", "message": "ready"})
+                return
+            self.sessions.record_user(msg)
+        from .turn_setup import build_turn
+        try:
+            turn = build_turn(self, msg)
+        except TurnSetupError as e:
+            self.emit({"type": "error", "message": str(e)})
+            self.emit({"type": "status", "message": "ready"})
+            self.last_failed = True
+            return
+        self.turn = turn
+        self.sessions.emit_context_usage()
+        self.emit({"type": "status", "message": "streaming"})
+        self.pool.submit(self._run_turn_job, turn, name="turn")
+
+    def _run_turn_job(self, turn: Turn) -> None:
+        from .turn import run_turn
+        run_turn(turn.ctx, turn.ctx.settings.extra.pop("_input"))
+
+    # -- worker messages ----------------------------------------------------------------------
+    def handle_worker_message(self, msg: dict) -> None:
+        turn_id = msg.pop("_turn", None)
+        if turn_id is not None and (self.turn is None or self.turn.id != turn_id):
+            if msg.get("type") == "_approval":
+                msg["approval"].resolve(ApprovalAnswer("deny"))
+            return                                  # late events of an interrupted turn
+        t = msg.get("type", "")
+        handler = getattr(self, "_w" + t, None) if t.startswith("_") else None
+        if handler is not None:
+            handler(msg)
+        elif t.startswith("_"):
+            self.ext.internal(msg)
+        else:
+            self.emit(msg)
+
+    def _w_response(self, msg: dict) -> None:
+        for item in msg["items"]:
+            self.sessions.record_item(item)
+        u = msg["usage"]
+        for k in self.totals:
+            self.totals[k] += int(u.get(k) or 0)
+        from .models import cost_of
+        self.cost += cost_of(self.model_info(), u)
+        self.emit(dict({"type": "usage"}, **u))
+        self.sessions.emit_context_usage()
+
+    def _w_item(self, msg: dict) -> None:
+        self.sessions.record_item(msg["item"])
+
+    def _w_tool_result(self, msg: dict) -> None:
+        self.sessions.record_tool_output(msg)
+        self.sessions.emit_context_usage()
+
+    def _w_steered(self, msg: dict) -> None:
+        qm: QueuedMessage = msg["message"]["queued"]
+        if self.turn and qm in self.turn.steered:
+            self.turn.steered.remove(qm)
+        self.sessions.record_user(qm)
+        self.echo(qm)
+        self.emit_pending()
+
+    def _w_approval(self, msg: dict) -> None:
+        approval = msg["approval"]
+        if approval.name in self.live.allowlist:
+            approval.resolve(ApprovalAnswer("allow"))
+            return
+        if not self.live.attended:
+            self.ext.defer_approval(approval)
+            return
+        self.approvals[approval.call_id] = approval
+        self.emit(approval.request_event())
+
+    def _w_turn_end(self, msg: dict) -> None:
+        turn = self.turn
+        if turn is None:
+            return
+        if msg.get("interrupted"):
+            return
+        self._finish_turn(turn, error=msg.get("error"))
+
+    def _finish_turn(self, turn: Turn, error: Optional[str] = None) -> None:
+        self.turn = None
+        self._deny_all_approvals()
+        self._requeue_unread(turn)
+        self.ext.turn_finished(turn, error)
+        overflow = bool(error) and self.sessions.maybe_overflow_retry(error)
+        if error and not overflow:
+            self.emit({"type": "error", "message": error})
+        self.last_failed = bool(error)
+        self.sessions.turn_boundary()
+        self.sessions.emit_context_usage()
+        self.ext.run_stop_hooks()
+        if self.queue:
+            self.emit_pending()
+        self.emit({"type": "status", "message": f"queued: {len(self.queue)}" if self.queue else "ready"})
+
+    def _requeue_unread(self, turn: Turn) -> None:
+        unread = []
+        while True:
+            try:
+                unread.append(turn.ctx.steer_inbox.get_nowait()["queued"])
+            except queue.Empty:
+                break
+        if unread:
+            self.queue[0:0] = unread
+
+    def _deny_all_approvals(self) -> None:
+        for a in list(self.approvals.values()):
+            a.resolve(ApprovalAnswer("deny"))
+        self.approvals.clear()
+
+    # -- interrupt, steer, unqueue ---------------------------------------------------------------
+    def interrupt(self, quiet: bool = False) -> bool:
+        turn = self.turn
+        if turn is None:
+            return False
+        turn.ctx.interrupt.set()
+        for handle in list(turn.ctx.abort_handles):
+            try:
+                handle()
+            except Exception:
+                log.exception("abort handle failed")
+        self.turn = None
+        self._deny_all_approvals()
+        self._requeue_unread(turn)
+        self.ext.turn_interrupted(turn)
+        self.sessions.turn_boundary()
+        if not quiet:
+            self.emit({"type": "info", "message": "request interrupted"})
+            self.emit({"type": "status", "message": "interrupted"})
+        return True
+
+    @staticmethod
+    def pick_index(index, length: int) -> Optional[int]:
+        if length == 0:
+            return None
+        if index is None:
+            return 0
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValueError("index must be an integer")
+        i = index + length if index < 0 else index
+        return i if 0 <= i < length else None
+
+    def steer(self, index) -> None:
+        i = self.pick_index(index, len(self.queue))
+        if self.turn is None or i is None:
+            return
+        msg = self.queue.pop(i)
+        if msg.images:
+            self.interrupt(quiet=True)
+            self.emit({"type": "status", "message": "steering"})
+            self.emit_pending()
+            self.start_turn(msg)
+            return
+        self.turn.steered.append(msg)
+        self.turn.ctx.steer_inbox.put({"queued": msg, "item": user_item(msg.text_for_model)})
+        self.emit({"type": "status", "message": "steering"})
+        self.emit_pending()
+
+    def unqueue(self, index) -> None:
+        i = self.pick_index(index, len(self.queue))
+        if i is None:
+            return
+        msg = self.queue.pop(i)
+        self.emit_pending()
+        ev = {"type": "unqueued", "content": msg.content, "images": msg.images}
+        if msg.files:
+            ev["files"] = msg.files
+        self.emit(ev)
+
+    def interrupt_and_send(self, index) -> None:
+        i = self.pick_index(index, len(self.queue))
+        if i is None:
+            self.interrupt()
+            return
+        msg = self.queue.pop(i)
+        self.queue.insert(0, msg)
+        self.interrupt()
+
+    # -- approvals and modes ---------------------------------------------------------------------
+    def approve(self, op: dict) -> None:
+        from .approvals import check_answer, validate_approve_op
+        try:
+            call_id, decision, always, hunks = validate_approve_op(op)
+        except ValueError as e:
+            self.emit({"type": "error", "message": str(e)})
+            return
+        approval = self.approvals.get(call_id)
+        if approval is None:
+            self.emit({"type": "error", "message": "no pending approval for that call"})
+            return
+        try:
+            check_answer(approval, decision, always, hunks)
+        except ValueError as e:
+            self.emit({"type": "error", "message": str(e)})
+            return
+        del self.approvals[call_id]
+        if decision == "allow" and always:
+            self.live.allowlist.add(approval.name)
+        approval.resolve(ApprovalAnswer(decision, always=always, hunks=hunks))
+
+    def set_mode(self, value) -> None:
+        try:
+            mode = parse_mode(value)
+        except ModeError as e:
+            self.emit({"type": "error", "message": str(e)})
+            return
+        self.live.mode = mode
+        self.emit({"type": "status", "message": f"approval mode: {mode}"})
+        self.emit({"type": "approval_mode", "mode": mode})
+        self._release_ungated()
+
+    def _release_ungated(self) -> None:
+        """Parked requests the new mode no longer gates run at once."""
+        from .approvals import needs_approval
+        for call_id, a in list(self.approvals.items()):
+            if self.live.mode != "plan" and not needs_approval(a.gate, self.live.mode, a.read_only_hint):
+                del self.approvals[call_id]
+                a.resolve(ApprovalAnswer("allow"))
+
+    def continue_turn(self) -> None:
+        if self.turn is not None:
+            self.emit({"type": "error", "message": "a turn is already running"})
+            return
+        if not any(i.get("role") == "user" for i in self.sessions.request_items()):
+            self.emit({"type": "error", "message": "nothing to continue"})
+            return
+        self.start_turn(None)
+
+    # -- model and provider ----------------------------------------------------------------------
+    def on_model_changed(self) -> None:
+        self._key_missing = None
+        if self.sessions._counter is not None:
+            self.sessions._counter.set_model(self.model)
+
+    def replay_script(self):
+        """The replay script when the engine runs on the replay provider (--replay, --demo, config)."""
+        if self.opts.replay:
+            return self.opts.replay
+        if self.opts.demo:
+            from .demo import demo_script_path
+            return demo_script_path()
+        if (self.config.get("provider") or "") == "replay":
+            return self.config.get("replay_script") or self.config.get("script")
+        return None
+
+    def key_missing(self) -> bool:
+        if self._key_missing is None:
+            if self.replay_script() is not None:
+                self._key_missing = False
+            else:
+                try:
+                    from .turn_setup import credentials
+                    key, _ = credentials(self)
+                except Exception:
+                    key = os.environ.get(self.config.get("api_key_env") or "OPENAI_API_KEY")
+                self._key_missing = not key
+        return self._key_missing
+
+    def shell(self):
+        if self.shell_sessions is None:
+            try:
+                from .tools.shell import ShellSessions
+                self.shell_sessions = ShellSessions()
+            except ImportError:
+                return None
+        return self.shell_sessions
+
+    # -- periodic work ---------------------------------------------------------------------------
+    def tick(self) -> None:
+        ms = self.model_status_event()
+        data = orjson.dumps(ms)
+        if data != self._last_model_status:
+            self.emit(ms)
+        if self.turn is None and not self.exiting:
+            if self.sessions.run_pending_retry():
+                return
+            if self.queue and not self.sessions.busy():
+                msg = self.queue.pop(0)
+                self.emit_pending()
+                self.start_turn(msg)
+                return
+            self.ext.idle_tick()
+        self.ext.tick()
+
+    def shutdown(self) -> None:
+        if self.turn is not None:
+            self.interrupt(quiet=True)
+        try:
+            self.ext.close()
+            if self.shell_sessions is not None:
+                self.shell_sessions.close_all()
+        finally:
+            self.sessions.close()
+            self.pool.close()
+
+
+class TurnSetupError(Exception):
+    """A turn could not start (missing API key, unreadable prompt, ...)."""
+
+
+def _setup_logging(profile) -> None:
+    """Logs go to a file in the profile dir; never to stdout."""
+    root = logging.getLogger("jucode")
+    if root.handlers:
+        return
+    level = os.environ.get("JUCODE_LOG", "warn").upper()
+    level = {"WARN": "WARNING"}.get(level, level)
+    try:
+        logs = profile / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        path = logs / "jucode.log"
+        if path.exists() and path.stat().st_size > 5 * 1024 * 1024:
+            os.replace(path, logs / "jucode.log.1")
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        handler = logging.StreamHandler()   # stderr
+    handler.setFormatter(logging.Formatter('{"ts":"%(asctime)s","level":"%(levelname)s","target":"%(name)s","msg":%(message)r}'))
+    root.addHandler(handler)
+    root.setLevel(getattr(logging, level, logging.WARNING))
+    root.propagate = False

@@ -1,0 +1,136 @@
+"""``jucode serve``: framing, the stdin reader thread, the 30 ms main loop and the only writer.
+
+Data flows one way: the reader thread turns stdin lines into inbox items; workers put events
+into the same inbox; the main thread takes items one at a time, parses and dispatches lines,
+and writes events. Only :class:`EventWriter` touches stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import time
+
+import orjson
+
+from . import PROTOCOL_VERSION, __version__
+
+MAX_LINE_BYTES = 16 * 1024 * 1024   # a longer line is answered with an error and skipped
+TICK_SECONDS = 0.03
+
+
+class EventWriter:
+    """Serializes events, adds ``session``, writes one line and flushes. Main thread only."""
+
+    def __init__(self, stream, session_getter=None):
+        self._out = stream
+        self._session = session_getter
+        self._lock = threading.Lock()    # belt and braces: a debugger may call from elsewhere
+        self.broken = False
+
+    def write(self, ev: dict, with_session: bool = True) -> None:
+        if with_session and self._session is not None:
+            ev = dict(ev)
+            ev["session"] = self._session()
+        try:
+            data = orjson.dumps(ev)
+        except TypeError:
+            # Lone surrogates or odd objects: fall back to a replacement-safe encoding.
+            import json
+            data = json.dumps(ev, ensure_ascii=False, default=str).encode("utf-8", "replace")
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                self._out.write(data + b"\n")
+                self._out.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self.broken = True
+
+
+class StdinReader(threading.Thread):
+    """Reads raw lines and posts ``("line", bytes)`` / ``("eof", None)``; never parses."""
+
+    def __init__(self, stream, inbox: queue.Queue):
+        super().__init__(name="jucode-stdin", daemon=True)
+        self._in = stream
+        self._inbox = inbox
+
+    def run(self) -> None:
+        try:
+            while True:
+                line = self._in.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                    # Swallow the rest of an oversized line without holding it in memory.
+                    while True:
+                        rest = self._in.readline(1 << 20)
+                        if not rest or rest.endswith(b"\n"):
+                            break
+                    self._inbox.put(("toolong", len(line)))
+                    continue
+                self._inbox.put(("line", line))
+        except (OSError, ValueError):
+            pass
+        self._inbox.put(("eof", None))
+
+
+def serve_main(argv: list[str]) -> int:
+    """Entry point of ``jucode serve [--chat] [--approval-mode M] [--demo] [--replay FILE]``."""
+    out = sys.stdout.buffer
+    # Keep anything else from reaching the protocol stream: stray prints go to stderr.
+    sys.stdout = sys.stderr
+    hello_writer = EventWriter(out)
+    hello_writer.write({"type": "hello", "protocol": PROTOCOL_VERSION, "version": __version__},
+                       with_session=False)
+
+    from .engine import Engine, EngineOptions   # after hello: the engine's imports cost time
+
+    opts = EngineOptions.from_argv(argv)
+    inbox: queue.Queue = queue.Queue()
+    engine = Engine(opts, inbox)
+    writer = EventWriter(out, lambda: engine.session_id)
+    engine.attach_writer(writer.write)
+    engine.emit_startup()
+    StdinReader(sys.stdin.buffer, inbox).start()
+    try:
+        return run_loop(engine, inbox)
+    finally:
+        engine.shutdown()
+
+
+def run_loop(engine, inbox: queue.Queue) -> int:
+    """The main loop: one item at a time, a tick every ~30 ms for periodic work."""
+    next_tick = time.monotonic() + TICK_SECONDS
+    while not engine.exiting:
+        timeout = max(0.0, next_tick - time.monotonic())
+        try:
+            kind, payload = inbox.get(timeout=timeout)
+        except queue.Empty:
+            kind, payload = None, None
+        if kind == "line":
+            engine.handle_line(payload)
+        elif kind == "eof":
+            engine.on_stdin_eof()
+        elif kind == "toolong":
+            engine.emit({"type": "error", "message": f"invalid command: line too long ({payload} bytes)"})
+        elif kind == "worker":
+            engine.handle_worker_message(payload)
+        elif kind == "call":
+            payload()
+        now = time.monotonic()
+        if now >= next_tick:
+            engine.tick()
+            next_tick = now + TICK_SECONDS
+    return 0
+
+
+def flush_and_exit(code: int = 0) -> None:
+    try:
+        sys.__stdout__.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)

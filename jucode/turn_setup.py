@@ -1,0 +1,86 @@
+"""Everything a turn needs, gathered on the main thread before the worker starts.
+
+Heavy modules (the openai SDK, the tool implementations) are imported here, on the first turn,
+never at startup.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from .messages import QueuedMessage
+from .turn import TurnContext, TurnSettings
+
+
+def credentials(engine):
+    from .llm.factory import resolve_credentials
+    return resolve_credentials(engine.config.data, engine.profile)
+
+
+def provider_factory(engine, model: str):
+    """A zero-argument builder, so the SDK client is created on the worker thread."""
+    cfg = dict(engine.config.data)
+    replay = engine.replay_script()
+    if replay is not None:
+        from .llm.replay import ReplayProvider
+        return lambda: ReplayProvider(replay)
+    from .engine import TurnSetupError
+    api_key, base_url = credentials(engine)
+    if not api_key:
+        env = engine.config.get("api_key_env") or "OPENAI_API_KEY"
+        raise TurnSetupError(f"api_key is not set and {env} is not set. Configure one before sending prompts.")
+    from .llm.factory import make_provider
+    return lambda: make_provider(cfg, model, api_key, base_url)
+
+
+def tool_specs(engine) -> list:
+    from .tools.registry import builtin_specs
+    specs = list(builtin_specs(engine.config.data))
+    specs.extend(engine.ext.extra_tool_specs())
+    return specs
+
+
+def system_prompt(engine, specs: list) -> str:
+    return engine.ext.system_prompt([s.name for s in specs])
+
+
+def build_turn(engine, msg: Optional[QueuedMessage], input_items: Optional[list] = None):
+    from .engine import Turn
+    from .tools.projection import project_model_output
+    from .tools.registry import run_tool
+    info = engine.model_info()
+    specs = tool_specs(engine)
+    make_provider = provider_factory(engine, engine.model)
+    engine._turn_seq += 1
+    settings = TurnSettings(
+        model=engine.model,
+        instructions=system_prompt(engine, specs),
+        tools=specs,
+        make_provider=make_provider,
+        reasoning_effort=engine.effective_effort(),
+        max_output_tokens=int(info.max_output_tokens or 0),
+        session_id=engine.session_id,
+        cwd=engine.cwd,
+        retry_attempts=_retry_attempts(engine),
+        read_timeout=float(engine.config.get("read_timeout_seconds") or 300),
+        connect_timeout=float(engine.config.get("connect_timeout_seconds") or 30),
+        tool_runner=run_tool,
+        project_output=project_model_output,
+        extra=engine.ext.turn_extra(),
+    )
+    ctx = TurnContext(turn_id=engine._turn_seq, settings=settings, live=engine.live,
+                      post=engine.post, pool=engine.pool, read_state=engine.read_state,
+                      shell_sessions=engine.shell(), profile_dir=str(engine.profile),
+                      config=engine.config.data, hooks=engine.ext.hooks_runner())
+    settings.extra["_input"] = input_items if input_items is not None else engine.sessions.request_items()
+    return Turn(ctx.turn_id, ctx, msg)
+
+
+def _retry_attempts(engine) -> int:
+    env = os.environ.get("JUCODE_RETRY_ATTEMPTS")
+    try:
+        n = int(env) if env is not None else int(engine.config.get("retry_attempts", 5))
+    except (TypeError, ValueError):
+        n = 5
+    return max(0, n) + 1
