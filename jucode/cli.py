@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         rest += ["--approval-mode", mode]
     cmd = rest[0] if rest else ""
     if cmd == "serve":
-        from .serve import serve_main
-        return serve_main(rest[1:])
+        from .serve import flush_and_exit, serve_main
+        # Exit without interpreter teardown: the stdin reader thread may sit in a blocking read,
+        # and finalizing the interpreter under it aborts the process.
+        flush_and_exit(serve_main(rest[1:]))
     if cmd == "--headless":
         from .headless import headless_main
         return headless_main(rest[1:])

@@ -38,7 +38,7 @@ def context_lines(engine) -> list[str]:
     lines = [
         f"context: branch_entries={len(path)} context_items={len(items)} projected_items={len(items)} "
         f"compacted={str(compacted).lower()}",
-        f"context_tokens: full={tokens} projected={tokens} tokenizer={s.counter().tokenizer()} "
+        f"context_tokens: full={tokens} projected={tokens} tokenizer={s.counter().tokenizer} "
         f"api_usage_input={t['input_tokens']} api_usage_cached_input={t['cached_input_tokens']} "
         f"api_usage_output={t['output_tokens']} cost=${engine.cost:.4f}",
         f"entries: users={counts['user']} assistant={counts['assistant']} tool_calls={counts['tool_calls']} "

@@ -104,6 +104,7 @@ class Engine:
         self.ext = Extensions(self)
         self.shell_sessions = None
         self._key_missing: Optional[bool] = None
+        self._last_command_list: Optional[bytes] = None
 
     # -- output -----------------------------------------------------------------------------
     def attach_writer(self, write: Callable[[dict], None]) -> None:
@@ -125,6 +126,39 @@ class Engine:
     def call_soon(self, fn: Callable[[], None]) -> None:
         self.inbox.put(("call", fn))
 
+    def run_on_main(self, fn: Callable[[], object], interrupt: Optional[threading.Event] = None,
+                    timeout: Optional[float] = None):
+        """From a worker: run ``fn`` on the main thread (where engine state lives) and wait for
+        its result. Raises what ``fn`` raised; returns None if interrupted first."""
+        done = threading.Event()
+        box: dict = {}
+
+        def wrapper():
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # handed back to the worker
+                box["error"] = e
+            finally:
+                done.set()
+        self.call_soon(wrapper)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done.wait(0.05):
+            if (interrupt is not None and interrupt.is_set()) or self.exiting:
+                return None
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    def refresh_commands(self) -> None:
+        """Re-emit command_list if its content changed (skills, custom commands, MCP prompts)."""
+        ev = self.ext.command_list_event()
+        data = orjson.dumps(ev)
+        if data != self._last_command_list:
+            self._last_command_list = data
+            self.emit(ev)
+
     @property
     def session_id(self) -> str:
         return self.sessions.session_id
@@ -145,7 +179,7 @@ class Engine:
                    "profile_dir": str(self.profile), "config_path": str(self.config.path), "cwd": self.cwd,
                    "model": self.model, "context_window": info.context_window})
         self.emit(self.model_status_event())
-        self.emit(self.ext.command_list_event())
+        self.refresh_commands()
         self.emit({"type": "approval_mode", "mode": self.live.mode})
         self.emit({"type": "mcp_servers", "servers": self.ext.mcp_servers_view()})
         for ev in self.ext.startup_extra_events():

@@ -90,7 +90,8 @@ class Extensions:
                 f"Current working directory: {self.engine.cwd}. Available tools: {', '.join(tool_names)}.")
 
     def turn_extra(self) -> dict:
-        extra: dict = {}
+        engine = self.engine
+        extra: dict = {"call_main": engine.run_on_main}
         for _ in self._each("turn_extra", extra):
             pass
         return extra

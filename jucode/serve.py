@@ -7,6 +7,7 @@ and writes events. Only :class:`EventWriter` touches stdout.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import sys
@@ -129,8 +130,10 @@ def run_loop(engine, inbox: queue.Queue) -> int:
 
 
 def flush_and_exit(code: int = 0) -> None:
-    try:
-        sys.__stdout__.flush()
-    except (OSError, ValueError):
-        pass
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    logging.shutdown()
     os._exit(code)

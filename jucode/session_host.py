@@ -22,7 +22,6 @@ class SessionHost:
         self.engine = engine
         self.session_id = new_session_id()
         self.store = None
-        self._token_cache: dict = {}
         self._counter = None
         self._write_failed = False
         self.compacting = False
@@ -88,6 +87,7 @@ class SessionHost:
 
     # -- tokens -----------------------------------------------------------------------------------
     def counter(self):
+        """The tokenizer; loads in the background on first use (never at startup)."""
         if self._counter is None:
             from .tokens import Counter
             self._counter = Counter(self.engine.model)
@@ -95,34 +95,29 @@ class SessionHost:
         return self._counter
 
     def count_tokens(self, items: list) -> int:
-        """Per-item counts are cached, so each context_usage only encodes what is new."""
-        import orjson
-        c = self.counter()
-        ready = c.ready()
-        total = 0
-        for item in items:
-            key = orjson.dumps(item)
-            hit = self._token_cache.get(key) if ready else None
-            if hit is None:
-                hit = c.count_items([item])
-                if ready:
-                    self._token_cache[key] = hit
-            total += hit
-        if len(self._token_cache) > 50000:
-            self._token_cache.clear()
-        return total
-
-    def context_usage_event(self) -> dict:
-        items = self.request_items()
-        c = self.counter()
-        return {"type": "context_usage", "tokens": self.count_tokens(items), "tokenizer": c.tokenizer(),
-                "cost": round(self.engine.cost, 6)}
+        """Exact count (the counter memoizes per item, so only new items are encoded)."""
+        return self.counter().count_items(items)
 
     def emit_context_usage(self) -> None:
+        """Emit context_usage now when the tokenizer is loaded; otherwise count on a worker
+        (which waits for the load) so the main loop never blocks on it."""
         try:
-            self.engine.emit(self.context_usage_event())
+            items = self.request_items()
+            c = self.counter()
+            if c.ready:
+                self.engine.emit(self._usage_event(self.count_tokens(items), c))
+                return
+            engine = self.engine
+
+            def count_later():
+                engine.post(self._usage_event(c.count_items(items), c))
+            engine.pool.submit(count_later, name="count-tokens")
         except Exception:  # accounting must never break a turn
             log.exception("context_usage failed")
+
+    def _usage_event(self, tokens: int, c) -> dict:
+        return {"type": "context_usage", "tokens": tokens, "tokenizer": c.tokenizer,
+                "cost": round(self.engine.cost, 6)}
 
     # -- compaction / overflow (filled in by jucode/session/compact_host) ---------------------------
     def busy(self) -> bool:

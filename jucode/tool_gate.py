@@ -40,6 +40,9 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
     raw_args = call.get("arguments") or "{}"
     spec = specs.get(name)
     if spec is None:
+        disabled = _disabled_edit_tool(name, ctx.config)
+        if disabled:
+            return GateDecision(None, raw_args, result={"error": disabled})
         alias = _resolve_alias(name)
         spec = specs.get(alias) if alias else None
     if spec is None:
@@ -81,14 +84,21 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
         return GateDecision(spec, raw_args, result=dict(DENIED_RESULT))
     if answer.hunks is None or args is None:
         return GateDecision(spec, raw_args)
+    from .tools.hunks import annotate_result, filter_arguments, filter_error_result
     try:
-        from .tools.hunks import annotate_result, filter_arguments
         new_args, applied, rejected = filter_arguments(spec.name, args, answer.hunks)
     except ValueError as e:
-        return GateDecision(spec, raw_args, result={
-            "error": f"selective approval failed: {e}. The call was not executed; ask the user how to proceed."})
+        return GateDecision(spec, raw_args, result=filter_error_result(e))
     return GateDecision(spec, orjson.dumps(new_args).decode(),
                         post_process=lambda r: annotate_result(r, applied, rejected))
+
+
+def _disabled_edit_tool(name: str, config: dict) -> Optional[str]:
+    try:
+        from .tools.registry import disabled_edit_tool_error
+    except ImportError:
+        return None
+    return disabled_edit_tool_error(name, config)
 
 
 def _resolve_alias(name: str) -> Optional[str]:

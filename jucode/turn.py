@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import orjson
 
-from .approvals import DENIED_RESULT, Approval, ApprovalAnswer, LiveSettings, needs_approval
+from .approvals import LiveSettings
 from .llm.base import Interrupted, ModelError, ModelRequest, StreamEvent
 from .tools.base import ToolContext, ToolSpec, is_error_result
 
@@ -176,13 +176,11 @@ def _request(ctx: TurnContext, provider, items: list):
         state["text_started"] = False
         ctx.emit({"type": "retrying", "attempt": attempt, "max_attempts": max_attempts,
                   "reason": reason, "delay_ms": delay_ms})
-
-    def on_attempt():
         ctx.emit({"type": "connecting"})
 
     ctx.check()
-    return stream_with_retry(provider, req, sink, ctx.interrupt, attempts=s.retry_attempts,
-                             on_retry=on_retry, on_attempt=on_attempt)
+    ctx.emit({"type": "connecting"})
+    return stream_with_retry(provider, req, sink, ctx.interrupt, attempts=s.retry_attempts, on_retry=on_retry)
 
 
 def _plan_draft(ctx: TurnContext, parsers: dict, ev: StreamEvent) -> None:

@@ -6,7 +6,6 @@ never at startup.
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 from .messages import QueuedMessage
@@ -78,9 +77,6 @@ def build_turn(engine, msg: Optional[QueuedMessage], input_items: Optional[list]
 
 
 def _retry_attempts(engine) -> int:
-    env = os.environ.get("JUCODE_RETRY_ATTEMPTS")
-    try:
-        n = int(env) if env is not None else int(engine.config.get("retry_attempts", 5))
-    except (TypeError, ValueError):
-        n = 5
-    return max(0, n) + 1
+    """Retries after the first attempt (env JUCODE_RETRY_ATTEMPTS, then config, then 5)."""
+    from .llm.retry import retry_attempts
+    return retry_attempts(engine.config.get("retry_attempts", 5))
