@@ -23,7 +23,8 @@ def provider_factory(engine, model: str):
     replay = engine.replay_script()
     if replay is not None:
         from .llm.replay import ReplayProvider
-        return lambda: ReplayProvider(replay)
+        provider = ReplayProvider.shared(replay)   # the script's progress spans turns
+        return lambda: provider
     from .engine import TurnSetupError
     api_key, base_url = credentials(engine)
     if not api_key:

@@ -12,7 +12,10 @@ stream), ``drop`` (close the connection before answering), ``truncate_after`` N 
 stream after N events, no terminal event), ``gap`` seconds between events, ``stall`` seconds
 to wait before the terminal event (ends early when the server closes), ``raw`` [(event, data)]
 to send exact SSE frames, ``json`` dict to answer with a plain JSON body, ``html`` str to
-answer with an HTML page.
+answer with an HTML page. ``POST …/messages`` renders Anthropic Messages SSE (``usage`` may
+add ``cache_write``). Quirks: ``repeat_ids`` (chat: llama.cpp-style id/name in every tool delta),
+``no_usage`` (chat: no usage chunk), ``reasoning_field`` (chat: ``reasoning`` instead of
+``reasoning_content``).
 """
 
 from __future__ import annotations
@@ -105,8 +108,9 @@ def chat_events(reply: dict) -> list:
 
     size = reply.get("chunk", 4)
     chunk_of({"role": "assistant", "content": ""})
+    rfield = reply.get("reasoning_field", "reasoning_content")
     for d in _split(reply.get("reasoning") or "", size):
-        chunk_of({"reasoning_content": d})
+        chunk_of({rfield: d})
     for d in _split(reply.get("text") or "", size):
         chunk_of({"content": d})
     calls = reply.get("tool_calls") or []
@@ -116,9 +120,16 @@ def chat_events(reply: dict) -> list:
         call_id = call.get("call_id") or f"call_{i}"
         chunk_of({"tool_calls": [{"index": i, "id": call_id, "type": "function", "function": {"name": call["name"], "arguments": ""}}]})
         for d in _split(args, max(size, 8)):
-            chunk_of({"tool_calls": [{"index": i, "function": {"arguments": d}}]})
+            if reply.get("repeat_ids"):  # llama.cpp repeats id and name in every delta
+                chunk_of({"tool_calls": [{"index": i, "id": call_id, "type": "function",
+                                          "function": {"name": call["name"], "arguments": d}}]})
+            else:
+                chunk_of({"tool_calls": [{"index": i, "function": {"arguments": d}}]})
     chunk_of({}, finish="tool_calls" if calls else "stop")
     u = _usage(reply)
+    if reply.get("no_usage"):
+        ev.append((None, "[DONE]"))
+        return ev
     chunk_of(choices=False, usage={"prompt_tokens": u["input"], "completion_tokens": u["output"],
                                    "total_tokens": u["input"] + u["output"],
                                    "prompt_tokens_details": {"cached_tokens": u["cached"]},
@@ -127,7 +138,51 @@ def chat_events(reply: dict) -> list:
     return ev
 
 
-RENDERERS = {"responses": responses_events, "chat": chat_events}
+def anthropic_events(reply: dict) -> list:
+    """Render a reply as an Anthropic Messages SSE sequence (thinking, text, tool_use blocks)."""
+    ev: list = []
+
+    def add(kind, data):
+        ev.append((kind, dict(data, type=kind)))
+
+    u = _usage(reply)
+    size = reply.get("chunk", 4)
+    add("message_start", {"message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                                      "content": [], "stop_reason": None,
+                                      "usage": {"input_tokens": u["input"], "cache_read_input_tokens": u["cached"],
+                                                "cache_creation_input_tokens": u.get("cache_write", 0),
+                                                "output_tokens": 1}}})
+    idx = 0
+    if reply.get("reasoning"):
+        add("content_block_start", {"index": idx, "content_block": {"type": "thinking", "thinking": ""}})
+        for d in _split(reply["reasoning"], size):
+            add("content_block_delta", {"index": idx, "delta": {"type": "thinking_delta", "thinking": d}})
+        add("content_block_delta", {"index": idx, "delta": {"type": "signature_delta", "signature": reply.get("signature", "sig-1")}})
+        add("content_block_stop", {"index": idx})
+        idx += 1
+    if reply.get("text"):
+        add("content_block_start", {"index": idx, "content_block": {"type": "text", "text": ""}})
+        for d in _split(reply["text"], size):
+            add("content_block_delta", {"index": idx, "delta": {"type": "text_delta", "text": d}})
+        add("content_block_stop", {"index": idx})
+        idx += 1
+    calls = reply.get("tool_calls") or []
+    for n, call in enumerate(calls):
+        args = call.get("arguments", {})
+        args = args if isinstance(args, str) else json.dumps(args)
+        add("content_block_start", {"index": idx, "content_block": {"type": "tool_use", "id": call.get("call_id") or f"toolu_{n}",
+                                                                    "name": call["name"], "input": {}}})
+        for d in _split(args, max(size, 8)):
+            add("content_block_delta", {"index": idx, "delta": {"type": "input_json_delta", "partial_json": d}})
+        add("content_block_stop", {"index": idx})
+        idx += 1
+    add("message_delta", {"delta": {"stop_reason": "tool_use" if calls else "end_turn"},
+                          "usage": {"output_tokens": u["output"]}})
+    add("message_stop", {})
+    return ev
+
+
+RENDERERS = {"responses": responses_events, "chat": chat_events, "anthropic": anthropic_events}
 
 
 class FakeModelServer:
@@ -197,8 +252,9 @@ class FakeModelServer:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        kind = "responses" if h.path.rstrip("/").endswith("/responses") else (
-            "chat" if "chat/completions" in h.path else h.path)
+        path = h.path.split("?", 1)[0].rstrip("/")
+        kind = "responses" if path.endswith("/responses") else (
+            "chat" if "chat/completions" in path else ("anthropic" if path.endswith("/messages") else h.path))
         reply = self._next_reply()
         with self._lock:
             self.requests.append({"path": h.path, "kind": kind, "headers": {k.lower(): v for k, v in h.headers.items()},

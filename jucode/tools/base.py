@@ -53,7 +53,7 @@ class ToolSpec:
     run: Callable[[dict, ToolContext], dict]
     gate: str = GATE_READ
     parallel_safe: bool = False                # may run concurrently in a read-only batch
-    read_only: bool = False                    # GATE_MCP tools the server marks readOnlyHint
+    read_only_hint: bool = False               # GATE_MCP tools the server marks readOnlyHint
 
     def definition(self) -> dict:
         """Responses-style function definition (converted per wire API in jucode/llm)."""

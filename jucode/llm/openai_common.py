@@ -1,0 +1,137 @@
+"""Shared plumbing for the wire APIs that go through the ``openai`` SDK (Responses, Chat, Azure).
+
+Why: the SDK is imported lazily (0.4 s), its built-in retries must be off (we retry ourselves with
+upstream's policy), and its exceptions must become :class:`ModelError` with the same texts and
+retry flags whatever API raised them. The SDK is also lenient in ways we must not be (see
+test-doubles §1.1), so callers read the raw response first and check the content type.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Optional
+
+from jucode.llm.base import ModelError, ModelRequest
+from jucode.llm.errors import http_error, non_sse_error, stream_error, transport_error
+from jucode.llm.pump import StreamHandle
+
+HEADERS_MARK = object()        # first thing a reader yields: the response has begun
+JSON_MARK = "__json_body__"    # (JSON_MARK, dict) yielded for a plain JSON reply
+
+
+def session_headers(session_id: str) -> dict:
+    h = {"Accept": "text/event-stream"}
+    if session_id:
+        h.update({"session-id": session_id, "thread-id": session_id, "x-client-request-id": session_id})
+    return h
+
+
+def make_client(api_key: Optional[str], base_url: str, default_headers: Optional[dict] = None,
+                default_query: Optional[dict] = None):
+    import openai  # lazy: keeps engine startup fast
+
+    kwargs: dict = {"api_key": api_key or "unset", "base_url": base_url, "max_retries": 0}
+    if default_headers:
+        kwargs["default_headers"] = default_headers
+    if default_query:
+        kwargs["default_query"] = default_query
+    return openai.OpenAI(**kwargs)
+
+
+def timeout_for(request: ModelRequest):
+    import httpx2  # the transport the openai SDK uses
+
+    read = request.read_timeout or 300.0
+    return httpx2.Timeout(read, connect=request.connect_timeout or 30.0)
+
+
+def map_sdk_error(exc: BaseException) -> BaseException:
+    """SDK/httpx exception → ModelError; anything unrecognised is returned unchanged."""
+    if isinstance(exc, ModelError):
+        return exc
+    try:
+        import openai
+    except ImportError:  # pragma: no cover
+        return exc
+    if isinstance(exc, openai.APIStatusError):
+        resp = exc.response
+        try:
+            body = resp.text
+        except Exception:
+            body = json.dumps(exc.body) if exc.body is not None else str(exc)
+        return http_error(exc.status_code, body, resp.headers)
+    if isinstance(exc, openai.APIConnectionError):        # includes APITimeoutError
+        return transport_error(exc)
+    if isinstance(exc, openai.APIError):
+        # An error object inside the stream (raised by the SDK for {"error": {...}} chunks).
+        body = exc.body if isinstance(exc.body, dict) else {}
+        msg = exc.message or json.dumps(body)
+        return stream_error(msg, body.get("code"), body.get("type"), body.get("status"))
+    mod = type(exc).__module__ or ""
+    if mod.startswith(("httpx", "httpcore", "h11")) or isinstance(exc, (OSError, EOFError)):
+        return transport_error(exc)
+    return exc
+
+
+def open_sdk_stream(create, kwargs: dict, handle: StreamHandle, label: str, url: str) -> Iterable:
+    """Run ``create(**kwargs)`` through ``with_raw_response`` and yield the parsed stream's events.
+
+    Yields :data:`HEADERS_MARK` first, then SDK events; for a JSON body yields ``(JSON_MARK, dict)``.
+    Non-SSE, non-JSON bodies raise the §4.2 error naming ``url``.
+    """
+    try:
+        raw = create(**kwargs)
+        http = raw.http_response
+        handle.add(http.close)
+        ctype = (raw.headers.get("content-type") or "").lower()
+        if "json" in ctype and "event-stream" not in ctype:
+            data = http.read()
+            try:
+                body = json.loads(data)
+            except ValueError:
+                raise non_sse_error(label, url, ctype, data.decode("utf-8", "replace"))
+            yield HEADERS_MARK
+            yield (JSON_MARK, body)
+            return
+        if ctype and "event-stream" not in ctype:
+            data = http.read()
+            raise non_sse_error(label, url, ctype, data.decode("utf-8", "replace"))
+        stream = raw.parse()
+        handle.add(stream.close)
+        yield HEADERS_MARK
+        for ev in stream:
+            yield ev
+    except ModelError:
+        raise
+    except Exception as exc:
+        if handle.closed:
+            return  # aborted on purpose; the caller already raised Interrupted
+        raise map_sdk_error(exc) from exc
+
+
+def as_dict(obj: Any) -> Any:
+    """SDK model → plain dict (keeps extra fields such as ``reasoning_content``)."""
+    if obj is None or isinstance(obj, (dict, list, str, int, float, bool)):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    if to_dict is not None:
+        try:
+            return to_dict()
+        except Exception:
+            pass
+    dump = getattr(obj, "model_dump", None)
+    if dump is not None:
+        return dump()
+    return obj
+
+
+def int_field(d: Optional[dict], *path, default: int = 0) -> int:
+    cur: Any = d
+    for key in path:
+        if not isinstance(cur, dict):
+            return default
+        cur = cur.get(key)
+    try:
+        return int(cur) if cur is not None else default
+    except (TypeError, ValueError):
+        return default

@@ -1,0 +1,1 @@
+"""Builtin tools. The registry (jucode.tools.registry) is the one list of them."""
