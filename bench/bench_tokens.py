@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from jucode.tokens import Counter  # noqa: E402
 
 
-def build_context(target_chars: int = 800_000) -> list:
+def build_context(target_chars: int = 1_250_000) -> list:
     rnd = random.Random(7)
     words = ("def class return import self value items tokens context model stream error retry "
              "json request response tool call output path file line index buffer").split()

@@ -202,6 +202,10 @@ class ActionStore:
 
     # -- queries
 
+    def exists(self) -> bool:
+        """Cheap check used at startup: no file means no actions (nothing to read)."""
+        return os.path.exists(self.path)
+
     def get(self, action_id_: str) -> Optional[DeferredAction]:
         with self._locked():
             return self._load().get(action_id_)

@@ -286,7 +286,11 @@ class Engine:
 
     def _run_turn_job(self, turn: Turn) -> None:
         from .turn import run_turn
-        run_turn(turn.ctx, turn.ctx.settings.extra.pop("_input"))
+        items = turn.ctx.settings.extra.pop("_input")
+        prepare = turn.ctx.settings.extra.pop("_prepare_input", None)   # auto-compaction (session host)
+        if prepare is not None:
+            items = prepare(turn.ctx, items)
+        run_turn(turn.ctx, items)
 
     # -- worker messages ----------------------------------------------------------------------
     def handle_worker_message(self, msg: dict) -> None:

@@ -29,14 +29,21 @@ class Extensions:
     def __init__(self, engine):
         self.engine = engine
         self.hosts: list = []
+        self.load_errors: list[str] = []
         for mod_name, cls_name in HOST_FACTORIES:
             try:
                 mod = importlib.import_module(mod_name)
+                self.hosts.append(getattr(mod, cls_name)(engine))
             except ImportError as e:
                 if e.name and mod_name.startswith(e.name):
                     continue                       # subsystem not built yet
-                raise
-            self.hosts.append(getattr(mod, cls_name)(engine))
+                self._failed(mod_name, e)
+            except Exception as e:  # a broken subsystem must not take the engine down
+                self._failed(mod_name, e)
+
+    def _failed(self, mod_name: str, exc: Exception) -> None:
+        log.exception("loading %s failed", mod_name)
+        self.load_errors.append(f"failed to load {mod_name.rsplit('.', 1)[-1]}: {exc}")
 
     def _each(self, method: str, *args):
         for h in self.hosts:
@@ -66,7 +73,7 @@ class Extensions:
         return h.servers_view() if h is not None else []
 
     def startup_extra_events(self) -> list:
-        out: list = []
+        out: list = [{"type": "error", "message": m} for m in self.load_errors]
         for _, evs in self._each("startup_events"):
             out.extend(evs or [])
         return out

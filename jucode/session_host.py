@@ -1,19 +1,29 @@
-"""The engine's side of the session journal: recording, projection and context accounting.
+"""The engine's side of the session journal: recording, projection, context accounting, switching
+sessions and compaction.
 
 Everything persisted goes through here, on the main thread, into one
 :class:`jucode.session.journal.SessionStore`. The store is created lazily on the first entry,
 so starting the engine writes nothing but config.json. A journal write failure becomes an
-``error`` event and the engine keeps serving.
+``error`` event and the engine keeps serving (the conversation stays in memory; unwritten
+lines are retried by the store on the next write).
+
+Compaction has three entry points, all ending in :meth:`SessionHost._apply_outcome` on the
+main thread: ``/compact`` and the overflow retry run as a pool job while :meth:`busy` holds new
+turns back; automatic compaction runs inside the turn's worker before its first request
+(:meth:`auto_compact_step`, installed by the session commands host through ``turn_extra``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Optional
+import threading
+from typing import Callable, Optional
 
 from .messages import QueuedMessage
 
 log = logging.getLogger("jucode.session")
+
+NOTHING_TO_COMPACT_INFO = "nothing old enough to compact"
 
 
 class SessionHost:
@@ -32,22 +42,53 @@ class SessionHost:
     def _ensure_store(self):
         if self.store is None:
             from .session.journal import SessionStore
-            self.store = SessionStore.create(str(self.engine.profile), self.engine.cwd, self.session_id)
+            engine = self.engine
+            try:
+                store = SessionStore.create(str(engine.profile), engine.cwd, self.session_id)
+            except Exception as e:   # unwritable profile: keep the conversation in memory
+                from .session.paths import sessions_dir
+                store = SessionStore(sessions_dir(str(engine.profile), engine.cwd), self.session_id, engine.cwd)
+                self.report_write_error(e)
+            store.model, store.reasoning_effort = engine.model, engine.effort
+            self.store = store
         return self.store
+
+    def ensure_store(self):
+        """The current store, created (and locked) now if no entry was written yet."""
+        return self._ensure_store()
+
+    def report_write_error(self, e: Exception) -> None:
+        """One ``error`` event per failure streak (a full disk fails every write)."""
+        text = str(e)
+        if not text.startswith("failed to "):
+            text = f"failed to save session: {text}"
+        if not self._write_failed:
+            self.engine.emit({"type": "error", "message": text})
+        self._write_failed = True
+        log.warning("session write failed: %s", text)
 
     def append(self, kind: dict):
         try:
             entry = self._ensure_store().append(kind)
             self._write_failed = False
             return entry
-        except Exception as e:  # disk full, permissions, lock: report and keep serving
-            if not self._write_failed:
-                self.engine.emit({"type": "error", "message": f"failed to save session: {e}"})
-            self._write_failed = True
-            log.warning("session write failed: %s", e)
+        except Exception as e:  # disk full, permissions: report and keep serving
+            self.report_write_error(e)
+            return getattr(e, "entry", None)
+
+    def guarded(self, fn: Callable[[], object]):
+        """Run a store mutation; a write failure is reported, the in-memory change stays."""
+        from .session.journal import SessionWriteError
+        try:
+            return fn()
+        except SessionWriteError as e:
+            self.report_write_error(e)
             return None
 
     def record_user(self, msg: QueuedMessage) -> None:
+        store = self._ensure_store()
+        engine = self.engine
+        self.guarded(lambda: store.set_model(engine.model, engine.effort))
         kind = {"type": "user", "content": msg.text_for_model}
         if msg.model_text is not None and msg.model_text != msg.content:
             kind["display"] = msg.content
@@ -61,6 +102,7 @@ class SessionHost:
 
     def record_item(self, item: dict) -> None:
         self.append({"type": "response_item", "item": item})
+        self.overflow_retried = False          # a successful response re-arms the overflow retry
 
     def record_tool_output(self, msg: dict) -> None:
         kind = {"type": "tool_output", "call_id": msg["call_id"], "name": msg["name"],
@@ -80,10 +122,45 @@ class SessionHost:
             return
         try:
             self.store.sync()
+            self._write_failed = False
         except Exception as e:
-            if not self._write_failed:
-                self.engine.emit({"type": "error", "message": f"failed to save session: {e}"})
-            self._write_failed = True
+            self.report_write_error(e)
+
+    # -- switching sessions ------------------------------------------------------------------------
+    def new_session(self) -> str:
+        """Close the current session (releasing its lock) and start an empty one."""
+        from .session.paths import new_session_id
+        self._close_store()
+        self.session_id = new_session_id()
+        self._reset_flags()
+        return self.session_id
+
+    def resume(self, session_id: str):
+        """Lock and load ``session_id`` and make it current. Raises ``SessionError`` (exact
+        protocol text) and leaves the current session untouched when it cannot be opened."""
+        from .session.journal import SessionStore
+        engine = self.engine
+        session_id = (session_id or "").strip()
+        if self.store is not None and self.store.id == session_id:
+            self._close_store()                # re-open our own session: drop our lock first
+        store = SessionStore.open(str(engine.profile), engine.cwd, session_id)
+        self._close_store()
+        self.store = store
+        self.session_id = store.id
+        self._reset_flags()
+        return store
+
+    def _reset_flags(self) -> None:
+        self._write_failed = False
+        self.overflow_retried = False
+        self.pending_retry = False
+
+    def _close_store(self) -> None:
+        store, self.store = self.store, None
+        if store is not None:
+            err = store.close()
+            if err:
+                self.report_write_error(Exception(err))
 
     # -- tokens -----------------------------------------------------------------------------------
     def counter(self):
@@ -119,24 +196,140 @@ class SessionHost:
         return {"type": "context_usage", "tokens": tokens, "tokenizer": c.tokenizer,
                 "cost": round(self.engine.cost, 6)}
 
-    # -- compaction / overflow (filled in by jucode/session/compact_host) ---------------------------
+    # -- compaction -------------------------------------------------------------------------------
     def busy(self) -> bool:
         return self.compacting
 
+    def start_compaction(self, then: Optional[Callable[[], None]] = None) -> bool:
+        """``/compact`` and the overflow retry: plan + summarize on the pool, :meth:`busy`
+        meanwhile; ``then`` runs on the main thread afterwards (the retry's re-run), else
+        ``status ready``. Returns False (after an ``error``) when it could not start."""
+        from .session.compactor import run_compaction, summarizer_settings
+        engine = self.engine
+        try:
+            settings = summarizer_settings(engine)
+        except Exception as e:               # missing API key and the like
+            engine.emit({"type": "error", "message": str(e)})
+            return False
+        store = self.store
+        path = list(store.active_path()) if store is not None else []
+        counter = self.counter()
+        cancel = threading.Event()
+        self.compacting = True
+
+        def job():
+            out = run_compaction(path, engine.cwd, counter.count_text, settings, cancel, engine.post)
+            engine.call_soon(lambda: self._compaction_done(store, out, then))
+        engine.pool.submit(job, name="compact")
+        return True
+
+    def _compaction_done(self, store, out, then) -> None:
+        engine = self.engine
+        self.compacting = False
+        if out.plan is None and out.error is None:
+            if then is None:
+                engine.emit({"type": "info", "message": NOTHING_TO_COMPACT_INFO})
+        else:
+            self._apply_outcome(store, out)
+        if then is not None:
+            then()
+            return
+        engine.emit({"type": "status", "message": f"queued: {len(engine.queue)}" if engine.queue else "ready"})
+
+    def _apply_outcome(self, store, out) -> bool:
+        """Record a finished compaction (``compaction_end`` + ``context_usage``) or report
+        ``compaction_failed``. Main thread. True when the summary is now in the journal."""
+        from .session.compaction import apply_compaction
+        from .session.entry import SessionError
+        from .session.journal import SessionWriteError
+        engine = self.engine
+        error = out.error
+        if error is None and (store is None or store is not self.store
+                              or out.plan.replaced_through not in {e.id for e in store.active_path()}):
+            error = "the conversation changed while compacting"
+        if error is None:
+            try:
+                apply_compaction(store, out.summary, out.plan.replaced_through)
+            except SessionWriteError as e:     # the entry is in memory; only saving failed
+                self.report_write_error(e)
+            except SessionError as e:
+                error = str(e)
+        if error is not None:
+            engine.emit({"type": "compaction_failed", "error": error})
+            return False
+        engine.emit({"type": "compaction_end"})
+        self.emit_context_usage()
+        return True
+
+    def auto_compact_step(self, limit: int, settings, ctx, items: list) -> list:
+        """Worker side, before a turn's first request: compact when the counted input passes
+        ``limit`` and return the new input (the old one on failure, as upstream continues
+        with the full context). Never raises."""
+        from .session.compactor import run_compaction
+        engine = self.engine
+        try:
+            counter = self.counter()
+            if counter.count_items(items) <= limit:
+                return items
+            path = engine.run_on_main(lambda: list(self.store.active_path()) if self.store else [],
+                                      ctx.interrupt)
+            if not path:
+                return items
+            out = run_compaction(path, engine.cwd, counter.count_text, settings, ctx.interrupt, ctx.emit)
+            if out.interrupted or (out.plan is None and out.error is None):
+                return items
+
+            def finish():
+                if engine.turn is None or engine.turn.id != ctx.turn_id:
+                    return None                 # interrupted meanwhile
+                ok = self._apply_outcome(self.store, out)
+                engine.emit({"type": "status", "message": "streaming"})   # client stays busy
+                return self.request_items() if ok else None
+            new = engine.run_on_main(finish, ctx.interrupt)
+            return new if new is not None else items
+        except Exception:
+            log.exception("automatic compaction failed")
+            return items
+
     def maybe_overflow_retry(self, error: str) -> bool:
-        return False
+        """After a turn failed: a context overflow schedules one compaction + re-run."""
+        from .session.compaction import plan_compaction
+        from .session.compactor import OVERFLOW_INFO, is_overflow_error
+        from .tokens import estimate_tokens
+        if self.overflow_retried or self.store is None or not is_overflow_error(error):
+            return False
+        try:
+            if plan_compaction(self.store, estimate_tokens) is None:
+                return False
+        except Exception:
+            log.exception("overflow planning failed")
+            return False
+        self.overflow_retried = True
+        self.pending_retry = True
+        self.engine.emit({"type": "info", "message": OVERFLOW_INFO})
+        return True
 
     def run_pending_retry(self) -> bool:
-        return False
+        """Engine tick (idle): start the scheduled overflow compaction, then re-run the turn
+        on the existing context (no new user entry)."""
+        if not self.pending_retry or self.compacting:
+            return False
+        self.pending_retry = False
+        engine = self.engine
+
+        def rerun():
+            if engine.turn is None:
+                engine.start_turn(None)
+        if not self.start_compaction(then=rerun):
+            return False
+        engine.emit({"type": "status", "message": "compacting"})
+        return True
 
     def close(self) -> Optional[str]:
-        if self.store is not None:
+        store, self.store = self.store, None
+        if store is not None:
             try:
-                self.store.sync()
-            except Exception:
-                pass
-            try:
-                self.store.close()
-            except Exception:
-                pass
+                return store.close()
+            except Exception as e:
+                return str(e)
         return None

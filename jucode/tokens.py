@@ -123,22 +123,31 @@ def seed_cache(name: str, cache_dir: Optional[str] = None) -> Optional[str]:
                 candidates.append(os.environ[var])
                 break
         candidates.append(default_cache_dir())
-        for d in candidates:
-            if _read_valid(os.path.join(d, key), sha) is not None:
+        data: Optional[bytes] = None
+        for d in candidates:            # first dir that already holds, or accepts, verified ranks
+            path = os.path.join(d, key)
+            if _read_valid(path, sha) is not None:
                 return d
-        try:
-            with gzip.open(packaged_path(name), "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            log.warning("no packaged %s ranks (%s); run .ci/install-llm.sh", name, exc)
-            return None
-        if _sha256(data) != sha:
-            log.warning("packaged %s ranks fail the sha256 check; ignoring them", name)
-            return None
-        for d in candidates:
-            if _write_atomic(os.path.join(d, key), data):
+            if data is None:
+                data = _packaged(name, sha)
+                if data is None:
+                    continue
+            if _write_atomic(path, data):
                 return d
         return None
+
+
+def _packaged(name: str, sha: str) -> Optional[bytes]:
+    try:
+        with gzip.open(packaged_path(name), "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        log.warning("no packaged %s ranks (%s); run .ci/install-llm.sh", name, exc)
+        return None
+    if _sha256(data) != sha:
+        log.warning("packaged %s ranks fail the sha256 check; ignoring them", name)
+        return None
+    return data
 
 
 _enc_lock = threading.Lock()

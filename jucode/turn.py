@@ -18,7 +18,7 @@ import orjson
 
 from .approvals import LiveSettings
 from .llm.base import Interrupted, ModelError, ModelRequest, StreamEvent
-from .tools.base import ToolContext, ToolSpec, is_error_result
+from .tools.base import ToolContext, ToolSpec, is_error_result, text_output
 
 log = logging.getLogger("jucode.turn")
 
@@ -268,7 +268,9 @@ def _execute(ctx: TurnContext, call: dict, decision) -> dict:
 def _finish(ctx: TurnContext, call: dict, result) -> dict:
     """Emit tool_output (raw) and produce the projected item for the model."""
     name = call.get("name") or "unknown"
-    raw = result if isinstance(result, str) else orjson.dumps(result).decode()
+    raw = result if isinstance(result, str) else text_output(result)
+    if raw is None:
+        raw = orjson.dumps(result).decode()
     err = is_error_result(result) if isinstance(result, dict) else False
     model_out = raw
     image_item = None

@@ -12,7 +12,8 @@ stream), ``drop`` (close the connection before answering), ``truncate_after`` N 
 stream after N events, no terminal event), ``gap`` seconds between events, ``stall`` seconds
 to wait before the terminal event (ends early when the server closes), ``raw`` [(event, data)]
 to send exact SSE frames, ``json`` dict to answer with a plain JSON body, ``html`` str to
-answer with an HTML page. ``POST …/messages`` renders Anthropic Messages SSE (``usage`` may
+answer with an HTML page, ``match`` a substring the request body must contain for this reply
+(replies without it are served FIFO to requests no ``match`` reply claims). ``POST …/messages`` renders Anthropic Messages SSE (``usage`` may
 add ``cache_write``). Quirks: ``repeat_ids`` (chat: llama.cpp-style id/name in every tool delta),
 ``no_usage`` (chat: no usage chunk), ``reasoning_field`` (chat: ``reasoning`` instead of
 ``reasoning_content``).
@@ -239,10 +240,17 @@ class FakeModelServer:
         self._httpd.server_close()
 
     # -- serving ---------------------------------------------------------------------------
-    def _next_reply(self) -> dict | None:
+    def _next_reply(self, raw_text: str = "") -> dict | None:
+        """The first scripted reply whose ``match`` substring occurs in the request body, else
+        the first reply without ``match`` (FIFO), else ``default_reply``. ``match`` lets tests
+        route replies per concurrent caller (e.g. per subagent)."""
         with self._lock:
-            if self._replies:
-                return self._replies.pop(0)
+            for i, r in enumerate(self._replies):
+                if r.get("match") is not None and r["match"] in raw_text:
+                    return self._replies.pop(i)
+            for i, r in enumerate(self._replies):
+                if r.get("match") is None:
+                    return self._replies.pop(i)
             return self.default_reply
 
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
@@ -255,7 +263,7 @@ class FakeModelServer:
         path = h.path.split("?", 1)[0].rstrip("/")
         kind = "responses" if path.endswith("/responses") else (
             "chat" if "chat/completions" in path else ("anthropic" if path.endswith("/messages") else h.path))
-        reply = self._next_reply()
+        reply = self._next_reply(raw.decode("utf-8", "replace"))
         with self._lock:
             self.requests.append({"path": h.path, "kind": kind, "headers": {k.lower(): v for k, v in h.headers.items()},
                                   "body": body, "t": time.time()})

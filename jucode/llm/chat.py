@@ -68,8 +68,8 @@ def to_messages(instructions: str, items: list) -> list:
             last = msgs[-1] if msgs else None
             if last is not None and last.get("role") == "assistant" and "tool_calls" in last:
                 last["tool_calls"].append(call)
-            elif last is not None and last.get("role") == "assistant" and not last.get("_closed"):
-                last["tool_calls"] = [call]
+            elif last is not None and last.get("role") == "assistant":
+                last["tool_calls"] = [call]     # text then calls: one assistant turn
             else:
                 # "" rather than null: llama.cpp rejects null content next to tool_calls.
                 msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
@@ -85,8 +85,6 @@ def to_messages(instructions: str, items: list) -> list:
         elif role in ("user", "system", "developer"):
             r = "user" if role == "user" else "system"
             msgs.append({"role": r, "content": _user_content(item.get("content"))})
-    for m in msgs:
-        m.pop("_closed", None)
     return msgs
 
 

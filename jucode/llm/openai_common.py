@@ -39,10 +39,15 @@ def make_client(api_key: Optional[str], base_url: str, default_headers: Optional
 
 
 def timeout_for(request: ModelRequest):
-    import httpx2  # the transport the openai SDK uses
-
     read = request.read_timeout or 300.0
-    return httpx2.Timeout(read, connect=request.connect_timeout or 30.0)
+    try:
+        import httpx2 as httpx  # the transport openai 3.x uses
+    except ImportError:  # pragma: no cover - older SDKs use httpx
+        try:
+            import httpx
+        except ImportError:
+            return read
+    return httpx.Timeout(read, connect=request.connect_timeout or 30.0)
 
 
 def map_sdk_error(exc: BaseException) -> BaseException:

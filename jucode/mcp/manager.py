@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..events import info, status
-from ..tools.base import GATE_MCP, ToolContext, ToolSpec
+from ..tools.base import GATE_MCP, ToolContext, ToolSpec, text_result
 from .client import McpClient, McpError
 from .config import McpConfigError, McpServerConfig, apply_mcp_op, parse_server, parse_servers
 from .render import parse_prompt_args, prompt_args_label, render_prompt, render_tool_result
@@ -63,12 +63,22 @@ def _read_only(tool: dict) -> bool:
     return isinstance(ann, dict) and ann.get("readOnlyHint") is True
 
 
+def _run_spec(run, name: str, args: dict, ctx: ToolContext) -> dict:
+    return run(name, args, ctx)
+
+
 class McpManager:
     """Owns one :class:`McpClient` per enabled server. All public methods are thread-safe."""
 
     def __init__(self, config_servers, cwd: str, emit: Emit,
-                 save_config: Optional[Callable[[dict], None]] = None):
-        """``config_servers``: raw ``mcp_servers`` entries (or parsed configs). Never blocks."""
+                 save_config: Optional[Callable[[dict], None]] = None, connect: bool = True):
+        """``config_servers``: raw ``mcp_servers`` entries (or parsed configs). Never blocks.
+
+        ``connect=False`` only marks enabled servers ``connecting`` and leaves spawning them to
+        :meth:`start`: the engine builds the manager before its startup batch (which must list
+        the servers) but spawns children only after that batch is written, so startup never
+        competes with a few node processes for the CPU.
+        """
         self.cwd = cwd
         self._emit = emit
         self.save_config = save_config
@@ -86,9 +96,23 @@ class McpManager:
             self._slots[cfg.name] = _Slot(config=cfg)
         ref = weakref.ref(self)
         atexit.register(lambda: ref() and ref().close())
-        for slot in list(self._slots.values()):
-            if slot.config.enabled:
-                self._start_connect(slot)
+        self._started = False
+        if connect:
+            self.start()
+        else:
+            for slot in self._slots.values():
+                if slot.config.enabled:
+                    slot.state = CONNECTING
+
+    def start(self) -> None:
+        """Begin connecting every enabled server (once; later calls do nothing)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            slots = [s for s in self._slots.values() if s.config.enabled]
+        for slot in slots:
+            self._start_connect(slot)
 
     # ---- connection lifecycle ------------------------------------------------------------
 
@@ -248,8 +272,13 @@ class McpManager:
 
     # ---- tools ---------------------------------------------------------------------------
 
-    def tool_specs(self) -> list:
-        """Tools of every connected server, ``mcp__<server>__<tool>``; duplicates dropped."""
+    def tool_specs(self, text_results: bool = False) -> list:
+        """Tools of every connected server, ``mcp__<server>__<tool>``; duplicates dropped.
+
+        ``text_results``: the specs run through :meth:`run_tool_text` (what the engine offers
+        the model) instead of :meth:`run_tool`.
+        """
+        run = self.run_tool_text if text_results else self.run_tool
         specs: list[ToolSpec] = []
         seen: set[str] = set()
         with self._lock:
@@ -267,29 +296,29 @@ class McpManager:
                 ro = _read_only(tool)
                 specs.append(ToolSpec(
                     name=full, description=tool.get("description") or f"MCP tool {tname} ({server})",
-                    parameters=_schema(tool), run=functools.partial(self._run_spec, full),
+                    parameters=_schema(tool), run=functools.partial(_run_spec, run, full),
                     gate=GATE_MCP, parallel_safe=ro, read_only_hint=ro))
             if client.has_resources:
-                for extra, spec in self._resource_tool_defs(server):
+                for extra, spec in self._resource_tool_defs(server, run):
                     if extra not in seen:
                         seen.add(extra)
                         specs.append(spec)
         return specs
 
-    def _resource_tool_defs(self, server: str) -> list:
+    def _resource_tool_defs(self, server: str, run) -> list:
         ls_name, rd_name = _tool_name(server, LIST_RESOURCES), _tool_name(server, READ_RESOURCE)
         return [
             (ls_name, ToolSpec(
                 name=ls_name, description=f"List the resources MCP server {server} offers.",
                 parameters={"type": "object", "properties": {}},
-                run=functools.partial(self._run_spec, ls_name), gate=GATE_MCP,
+                run=functools.partial(_run_spec, run, ls_name), gate=GATE_MCP,
                 parallel_safe=True, read_only_hint=True)),
             (rd_name, ToolSpec(
                 name=rd_name,
                 description=f"Read one text resource of MCP server {server} by its listed uri.",
                 parameters={"type": "object", "properties": {"uri": {"type": "string"}},
                             "required": ["uri"]},
-                run=functools.partial(self._run_spec, rd_name), gate=GATE_MCP,
+                run=functools.partial(_run_spec, run, rd_name), gate=GATE_MCP,
                 parallel_safe=True, read_only_hint=True)),
         ]
 
@@ -299,8 +328,6 @@ class McpManager:
     def is_mcp_tool(self, name: str) -> bool:
         return name.startswith("mcp__")
 
-    def _run_spec(self, name: str, args: dict, ctx: ToolContext) -> dict:
-        return self.run_tool(name, args, ctx)
 
     def _resolve(self, name: str, kind: str = "tool"):
         """(slot, local name) for ``mcp__<server>__<x>``, preferring the longest server name.
@@ -333,6 +360,15 @@ class McpManager:
 
     def run_tool(self, name: str, args, ctx: Optional[ToolContext] = None) -> dict:
         """Run ``mcp__<server>__<tool>``; returns ``{"output": text}`` or ``{"error": text}``."""
+        return self._run(name, args, ctx, text_result=None)
+
+    def run_tool_text(self, name: str, args, ctx: Optional[ToolContext] = None) -> dict:
+        """Like :meth:`run_tool`, in the engine's result shape: a real tool's rendered text
+        becomes the raw output itself (``tools.base.text_result``, as upstream shows it),
+        while the synthetic resource tools and call failures stay JSON objects."""
+        return self._run(name, args, ctx, text_result=text_result)
+
+    def _run(self, name: str, args, ctx: Optional[ToolContext], text_result) -> dict:
         resolved = self._resolve(name)
         if resolved is None:
             return {"error": f"unknown MCP tool: {name}"}
@@ -355,6 +391,8 @@ class McpManager:
         except McpError as exc:
             return {"error": str(exc)}
         text, is_error = render_tool_result(result)
+        if text_result is not None:
+            return text_result(text, is_error)
         return {"error": text} if is_error else {"output": text}
 
     # ---- prompts -------------------------------------------------------------------------

@@ -49,7 +49,9 @@ class ProjectWatcher:
     """Debounced watcher. ``start()`` returns at once; ``stop()`` joins every thread."""
 
     def __init__(self, profile_dir: str, cwd: str, on_change: Callable[[str], None],
-                 debounce: float = 0.15, home: Optional[str] = None, project: bool = True):
+                 debounce: float = 0.15, home: Optional[str] = None, project: bool = True,
+                 on_ready: Optional[Callable[[], None]] = None):
+        self.on_ready = on_ready                           # called on the setup thread once watching
         self.profile_dir = _canon(profile_dir)
         self.cwd = _canon(cwd)
         self.home = _canon(home if home is not None else os.path.expanduser("~"))
@@ -182,6 +184,11 @@ class ProjectWatcher:
                 self._observer = None
                 return
         self.ready.set()
+        if self.on_ready is not None:
+            try:
+                self.on_ready()    # changes made before the watches existed were not seen
+            except Exception:  # noqa: BLE001
+                log.exception("watcher on_ready callback failed")
 
     def _stopped_flag(self) -> bool:
         with self._cond:

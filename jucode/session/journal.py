@@ -61,6 +61,8 @@ class SessionStore(TreeOps):
         self.resume_status: str | None = None
         self.resume_summary_updated_at: int | None = None
         self.goal: dict | None = None
+        self.model: str | None = None          # model/effort the session last ran with (our
+        self.reasoning_effort: str | None = None   # addition: resume continues with them)
         self.load_warnings: list[str] = []
         self._label_of: dict[int, str] = {}
         self._lock = SessionLock(paths.lock_path(directory, session_id), session_id)
@@ -209,6 +211,9 @@ class SessionStore(TreeOps):
         for key in ("resume_summary", "resume_status", "resume_summary_updated_at", "goal"):
             if key in st:
                 setattr(self, key, st[key])
+        for key in ("model", "reasoning_effort"):
+            if isinstance(st.get(key), str) and st[key]:
+                setattr(self, key, st[key])
 
     def _finish_load(self) -> None:
         """Order entries, derive labels and heads, repair leaf/next_id."""
@@ -315,6 +320,13 @@ class SessionStore(TreeOps):
         self.goal = goal
         self._state_changed()
 
+    def set_model(self, model: str | None, effort: str | None) -> None:
+        """Remember the model the session runs with (a state line only when it changed)."""
+        if (model, effort) == (self.model, self.reasoning_effort):
+            return
+        self.model, self.reasoning_effort = model, effort
+        self._state_changed()
+
     def set_resume_summary(self, summary: str | None, status: str | None) -> None:
         self.resume_summary = summary
         self.resume_status = status
@@ -345,7 +357,8 @@ class SessionStore(TreeOps):
                 "updated_at": self.updated_at, "leaf_id": self.leaf_id, "next_id": self.next_id,
                 "branch_heads": dict(self.branch_heads), "resume_summary": self.resume_summary,
                 "resume_status": self.resume_status,
-                "resume_summary_updated_at": self.resume_summary_updated_at, "goal": self.goal}
+                "resume_summary_updated_at": self.resume_summary_updated_at, "goal": self.goal,
+                "model": self.model, "reasoning_effort": self.reasoning_effort}
 
     def _state_line(self) -> bytes:
         return orjson.dumps({"type": "state", "state": self.state_dict()}) + b"\n"

@@ -71,3 +71,25 @@ def is_error_result(result: Any) -> bool:
     if isinstance(code, int) and code != 0:
         return True
     return result.get("timed_out") is True
+
+
+# A result whose client-visible output is plain text, not a JSON object: upstream shows an MCP
+# tool's rendered content as the raw ``tool_output`` (§5.18). The runner writes the text itself;
+# "error" (same text) keeps is_error_result() right for every other consumer.
+TEXT_OUTPUT_KEY = "_text_output"
+
+
+def text_result(text: str, is_error: bool = False) -> dict:
+    result = {TEXT_OUTPUT_KEY: text}
+    if is_error:
+        result["error"] = text
+    return result
+
+
+def text_output(result: Any) -> Optional[str]:
+    """The plain-text output of a :func:`text_result`, else None."""
+    if isinstance(result, dict):
+        text = result.get(TEXT_OUTPUT_KEY)
+        if isinstance(text, str):
+            return text
+    return None
