@@ -111,6 +111,7 @@ class ActionsHost:
             engine.submit(QueuedMessage(content=declined_message(act), kind="deferred"))
             return
         spec = self._spec_for(act.name)
+        engine.shell()                       # exec_command needs the session table (main thread)
         engine.pool.submit(self._run_allowed, act, spec, name="deferred-action")
 
     def _spec_for(self, name: str):
@@ -133,7 +134,10 @@ class ActionsHost:
             result = {"error": f"unknown tool: {act.name}"}
         else:
             from .tools.registry import run_tool
-            ctx = ToolContext(cwd=act.cwd, interrupt=self._stop, profile_dir=str(engine.profile),
+            # The engine's read state: an edit read earlier in this process passes
+            # read-before-edit; after a restart the model must have read it again.
+            ctx = ToolContext(cwd=act.cwd, interrupt=self._stop, read_state=engine.read_state,
+                              profile_dir=str(engine.profile),
                               config=engine.config.data, shell_sessions=engine.shell_sessions,
                               agent_path="/root", call_id=act.call_id,
                               extra={"call_main": engine.run_on_main})

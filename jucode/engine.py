@@ -62,6 +62,7 @@ class Turn:
         self.ctx = ctx
         self.message = message
         self.steered: list = []          # QueuedMessages moved into the worker's inbox, unread
+        self.future = None               # the worker job running the turn
 
 
 class Engine:
@@ -282,7 +283,7 @@ class Engine:
         self.turn = turn
         self.sessions.emit_context_usage()
         self.emit({"type": "status", "message": "streaming"})
-        self.pool.submit(self._run_turn_job, turn, name="turn")
+        turn.future = self.pool.submit(self._run_turn_job, turn, name="turn")
 
     def _run_turn_job(self, turn: Turn) -> None:
         from .turn import run_turn
@@ -560,7 +561,18 @@ class Engine:
 
     def shutdown(self) -> None:
         if self.turn is not None:
+            turn = self.turn
             self.interrupt(quiet=True)
+            if turn.future is not None:           # let the worker kill its process group
+                try:
+                    turn.future.result(timeout=2.0)
+                except Exception:
+                    pass
+        try:
+            from .tools.shell import kill_all_live
+            kill_all_live()
+        except ImportError:
+            pass
         try:
             self.ext.close()
             if self.shell_sessions is not None:

@@ -65,13 +65,18 @@ def api_key_status(engine) -> str:
     return "set" if key else "missing"
 
 
+def model_label(info) -> str | None:
+    """The catalog/config display name, or None (the protocol's null) when there is none."""
+    return (getattr(info, "display_name", None) or "").strip() or None
+
+
 def model_status_fields(engine, state: str) -> dict:
     info = engine.model_info()
     cfg = engine.config.data
     fields = {
         "provider": engine.config.get("provider") or "openai",
         "model": engine.model,
-        "model_label": getattr(info, "display_name", None),
+        "model_label": model_label(info),
         "reasoning_effort": effective_effort(info, engine.effort),
         "context_window": int(info.context_window or 0),
         "context_limit": context_limit(info, cfg),

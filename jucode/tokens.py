@@ -169,11 +169,52 @@ def load_encoding(name: str, cache_dir: Optional[str] = None):
                 if os.environ.get("TIKTOKEN_CACHE_DIR") != d:
                     os.environ["TIKTOKEN_CACHE_DIR"] = d
                 enc = tiktoken.get_encoding(name)
+                _slim(enc)
             except Exception as exc:  # never let counting take the engine down
                 log.warning("tiktoken %s unavailable: %s", name, exc)
                 enc = None
         _encodings[name] = enc
         return enc
+
+
+def _slim(enc) -> None:
+    """Free the Python-side copy of the BPE ranks once the Rust core holds its own.
+
+    Why: the ``bytes -> int`` dict tiktoken keeps in ``Encoding._mergeable_ranks`` costs ~30 MiB
+    for o200k and is only read by ``decode_single_token_bytes``' fallbacks and
+    ``token_byte_values``, which we never call; the engine's peak RSS budget (110 MB) cannot
+    afford it. ``malloc_trim(0)`` then hands the freed arenas back to the OS (glibc only).
+    Guarded: any failure leaves the encoding exactly as tiktoken built it.
+    """
+    if os.environ.get("JUCODE_TOKENS_NO_SLIM"):
+        return
+    try:
+        if getattr(enc, "_mergeable_ranks", None) is not None:
+            enc._mergeable_ranks = None
+    except Exception:  # pragma: no cover - attribute layout changed upstream
+        return
+    trim_heap()
+
+
+def trim_heap() -> bool:
+    """Ask glibc to return free heap pages to the OS; False where unavailable (musl, macOS)."""
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c") or "libc.so.6"
+        libc = ctypes.CDLL(name)
+        fn = getattr(libc, "malloc_trim", None)
+        if fn is None:
+            return False
+        fn.argtypes = [ctypes.c_size_t]
+        fn(0)
+        return True
+    except Exception:
+        return False
 
 
 class Counter:

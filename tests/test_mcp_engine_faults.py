@@ -93,7 +93,7 @@ def test_faulty_servers_fail_readably_and_others_keep_working(tmp_path, server):
         eng.wait_startup()
         crash = server_state(eng, "fixme", "failed")
         assert "boom: missing configuration" in crash["error"]
-        assert server_state(eng, "garbage", "failed")["error"]
+        assert "stdout was not JSON-RPC" in server_state(eng, "garbage", "failed")["error"]
         assert "initialize timed out after 1s" in server_state(eng, "hang", "failed")["error"]
         server_state(eng, "fx", "connected")
         for name in ("fixme", "garbage", "hang"):

@@ -152,6 +152,17 @@ def test_restarted_engine_decides_action_from_before(tmp_path, server):
         first.close()
     assert (first.profile / "deferred_actions.json").exists()
 
+    # Another workspace on the same profile neither lists nor decides it.
+    other = EngineProc(tmp_path, server, config=CONFIG, cwd=tmp_path / "elsewhere")
+    try:
+        other.wait_startup()
+        m = other.send({"op": "decide_action", "action": act["id"], "decision": "allow"})
+        assert other.wait_for("error", start=m)["message"] == \
+            f"deferred action {act['id']} belongs to session {act['session_id']}"
+        assert not other.since(0, "action_deferred")
+    finally:
+        other.close()
+
     second = EngineProc(tmp_path, server, config=CONFIG)
     try:
         second.wait_startup()

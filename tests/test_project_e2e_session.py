@@ -146,7 +146,6 @@ def test_config_json_reloads_live(tmp_path, server, procs):
     cfg_path = eng.profile / "config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["web_search_url"] = "http://127.0.0.1:9/search"
-    m = eng.mark()
     cfg_path.write_text(json.dumps(cfg))
     deadline = time.monotonic() + 5
     while True:
@@ -154,7 +153,7 @@ def test_config_json_reloads_live(tmp_path, server, procs):
         line = eng.wait_for(lambda e: e.get("type") == "info" and e["message"].startswith("web_search:"), start=m2)
         if "search endpoint" in line["message"] or time.monotonic() > deadline:
             break
-        eng.wait_for(lambda e: False, timeout=0.2) if False else time.sleep(0.1)  # poll interval
+        time.sleep(0.1)   # poll interval between /doctor probes
     assert "search endpoint http://127.0.0.1:9/search" in line["message"]
 
 

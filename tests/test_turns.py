@@ -357,3 +357,32 @@ def test_kill_signal_mid_turn_does_not_hang_engine(tmp_path, server):
     e.proc.send_signal(signal.SIGTERM)
     e.wait_exit(10)
     e.close()
+
+
+def test_steer_with_images_starts_a_new_turn(eng, server, tmp_path):
+    png = tmp_path / "s.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    server.script({"text": "slow " * 30, "stall": 30}, {"text": "image turn"})
+    m = eng.send({"op": "user_message", "content": "stream"})
+    eng.wait_for("assistant_delta", start=m)
+    eng.send({"op": "user_message", "content": "with picture", "images": [str(png)]})
+    s = eng.send({"op": "steer"})
+    eng.wait_status("steering", start=s)
+    echo = eng.wait_for("user_message", start=s)
+    assert echo["content"] == "with picture"
+    eng.wait_status("ready", start=s)
+    assert not [e for e in eng.since(s, "status") if e["message"] == "interrupted"]
+    assert "".join(x["delta"] for x in eng.since(s, "assistant_delta")) == "image turn"
+
+
+def test_model_status_only_on_change(eng, server):
+    m = eng.send({"op": "command", "input": "/permissions"})
+    eng.wait_for("approval_mode", start=m)
+    m2 = eng.send({"op": "command", "input": "/permissions"})
+    eng.wait_for("approval_mode", start=m2)
+    assert not eng.since(m, "model_status")
+    server.script({"text": "x"})
+    m = eng.send({"op": "user_message", "content": "go"})
+    eng.wait_for(lambda e: e.get("type") == "model_status" and e["state"] == "ready", start=m)
+    states = [e["state"] for e in eng.since(m, "model_status")]
+    assert states == ["streaming", "ready"]

@@ -286,3 +286,26 @@ def resolve_protocol(config: Optional[dict], model: str) -> str:
     if proto in PROTOCOLS:
         return proto
     return heuristic_protocol(model)
+
+
+# -- `jucode providers` (§1) -----------------------------------------------------------------------
+
+def providers_json() -> str:
+    """One JSON array line describing the built-in provider templates, ``jucode`` first.
+
+    Why here: the CLI must print it without starting an engine, and the data is the catalog's.
+    """
+    import json
+
+    order = ["jucode"] + [p for p in PROVIDERS if p != "jucode"]
+    out = []
+    for pid in order:
+        tmpl = PROVIDERS[pid]
+        models = []
+        for name in tmpl["models"]:
+            info = resolve_model({"provider": pid}, name)
+            models.append({"name": name, "context_window": int(info.context_window),
+                           "max_output_tokens": int(info.max_output_tokens),
+                           "reasoning_efforts": list(info.reasoning_efforts)})
+        out.append({"id": pid, "base_url": tmpl["base_url"], "protocol": tmpl["protocol"], "models": models})
+    return json.dumps(out, separators=(",", ":"))

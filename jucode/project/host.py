@@ -100,7 +100,9 @@ class ProjectHost:
         self.watcher.start()
 
     def _on_ready(self) -> None:
+        """Catch up on edits made between startup and the watches being in place."""
         if not self._closed:
+            self._on_change("config")
             self.reload()
 
     def _on_change(self, kind: str) -> None:

@@ -117,7 +117,7 @@ class SubagentsHost:
         path = f"{caller.rstrip('/')}/{name}"
         if path in mgr.agents:
             raise ValueError(f"agent already exists: {path}")
-        if mgr.live_count() >= MAX_LIVE:
+        if sum(1 for a in mgr.children_of(caller) if a.live) >= MAX_LIVE:   # each agent's own children
             raise ValueError(f"too many live agents ({MAX_LIVE}); wait for or close an agent first")
         rec = AgentRecord(key=next(_keys), path=path, task_name=name, parent=caller, message=message,
                           model=model, effort=effort, tool_use_id=tool_use_id or "", turn_id=mgr.turn_id,

@@ -101,6 +101,18 @@ def _last_lines(path: str, n: int) -> List[str]:
     return data.decode("utf-8", "replace").splitlines()[-n:]
 
 
+_LIVE: "set[ShellProcess]" = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all_live() -> None:
+    """Kill the process group of every command still running (engine shutdown: no orphans)."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for p in procs:
+        p.kill(signal.SIGKILL)
+
+
 class ShellProcess:
     """One spawned command: process group, log files, deadline."""
 
@@ -126,6 +138,8 @@ class ShellProcess:
         finally:
             out.close()
             err.close()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def poll(self) -> Optional[int]:
         return self.proc.poll()
@@ -214,6 +228,8 @@ class ShellProcess:
         return res
 
     def cleanup(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
         for p in (self.out_path, self.err_path):
             try:
                 os.remove(p)
