@@ -1,7 +1,9 @@
-"""Session journal figures: load time of a 10,000-entry session and per-entry append cost.
+"""Session figures: journal append cost, load of a 10,000-entry session (store alone and
+``/resume`` through the real engine), and a 50-turn engine session's memory growth vs its
+journal size.
 
 Run: .venv/bin/python bench/bench_session.py [N]. Prints one line per figure; exits 1 if a
-target is missed (load ≤ 300 ms, append ≤ 0.2 ms/entry).
+target is missed (resume ≤ 300 ms, append ≤ 0.2 ms/entry, memory growth < journal size).
 """
 
 from __future__ import annotations
@@ -67,6 +69,70 @@ def run(n: int = 10_000) -> dict:
                 "load_and_project_ms": proj_s * 1000, "projected_items": len(items)}
 
 
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def engine_resume(n: int = 10_000) -> dict:
+    """``/resume`` of an n-entry session through the engine subprocess: op sent → status."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    from fakeserver import FakeModelServer
+    from harness import EngineProc
+    server = FakeModelServer()
+    with tempfile.TemporaryDirectory() as tmp:
+        eng = EngineProc(tmp, server, config={"retry_attempts": 0})
+        try:
+            eng.wait_startup()
+            store = SessionStore.create(str(eng.profile), os.path.realpath(str(eng.cwd)))
+            for i in range(n):
+                store.append(realistic_kind(i))
+            store.close()
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                m = eng.send({"op": "command", "input": f"/resume {store.id}"})
+                eng.wait_status(f"resumed session {store.id}", start=m, timeout=30)
+                times.append(time.perf_counter() - t0)
+            return {"resume_ms": min(times) * 1000, "resume_first_ms": times[0] * 1000}
+        finally:
+            eng.close()
+            server.close()
+
+
+def engine_memory(turns: int = 50) -> dict:
+    """RSS growth of the engine over ``turns`` turns (after a 5-turn warm-up) vs journal bytes."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    from fakeserver import FakeModelServer
+    from harness import EngineProc
+    server = FakeModelServer()
+    server.default_reply = {"text": "Here is what I found in the code. " * 60, "chunk": 400}
+    with tempfile.TemporaryDirectory() as tmp:
+        eng = EngineProc(tmp, server, config={"retry_attempts": 0})
+        try:
+            eng.wait_startup()
+            sid = eng.wait_for("startup")["session_id"]
+
+            def one(i):
+                m = eng.send({"op": "user_message", "content": f"question {i}: " + "look at this code " * 100})
+                eng.wait_status("ready", start=m, timeout=30)
+            for i in range(5):
+                one(i)
+            journal = next(eng.profile.glob(f"sessions/*/{sid}.jsonl"))
+            before_rss, before_size = _rss_kb(eng.proc.pid), journal.stat().st_size
+            for i in range(5, 5 + turns):
+                one(i)
+            after_rss, after_size = _rss_kb(eng.proc.pid), journal.stat().st_size
+            return {"rss_growth_kb": after_rss - before_rss, "journal_growth_kb": (after_size - before_size) / 1024,
+                    "journal_kb": after_size / 1024}
+        finally:
+            eng.close()
+            server.close()
+
+
 def main() -> int:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     r = run(n)
@@ -75,7 +141,14 @@ def main() -> int:
     print(f"sync:   {r['sync_ms']:.2f} ms")
     print(f"load:   {r['load_ms']:.1f} ms (target <= {LOAD_TARGET_S * 1000:.0f})")
     print(f"load+projection: {r['load_and_project_ms']:.1f} ms ({r['projected_items']} items)")
-    ok = r["append_ms"] <= APPEND_TARGET_S * 1000 and r["load_ms"] <= LOAD_TARGET_S * 1000
+    e = engine_resume(n)
+    print(f"engine /resume of {n} entries: {e['resume_ms']:.1f} ms (first {e['resume_first_ms']:.1f} ms; "
+          f"target <= {LOAD_TARGET_S * 1000:.0f})")
+    mem = engine_memory(50)
+    print(f"50 turns: engine RSS grew {mem['rss_growth_kb']:.0f} KiB, journal grew "
+          f"{mem['journal_growth_kb']:.0f} KiB (total {mem['journal_kb']:.0f} KiB; target growth < journal)")
+    ok = (r["append_ms"] <= APPEND_TARGET_S * 1000 and e["resume_ms"] <= LOAD_TARGET_S * 1000
+          and mem["rss_growth_kb"] < mem["journal_kb"])
     return 0 if ok else 1
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from .approvals import ModeError, parse_mode
-from .commands import builtin_list, command
+from .commands import command
 from .messages import check_image
 
 
@@ -26,19 +25,14 @@ def _quit(engine, args: str) -> None:
 def _models_for_view(engine) -> list:
     try:
         from .llm.catalog import list_models
-        names = list_models(engine.config.data)
+        infos = list(list_models(engine.config.data))
     except ImportError:
-        names = []
-    if engine.model not in names:
-        names = [engine.model] + list(names)
-    out = []
-    for n in names:
-        info = engine.model_info() if n == engine.model else _info(engine, n)
-        out.append({"model": n, "label": getattr(info, "display_name", None), "active": n == engine.model,
-                    "context_window": int(info.context_window or 0),
-                    "max_output_tokens": int(info.max_output_tokens or 0),
-                    "reasoning_efforts": list(info.reasoning_efforts or [])})
-    return out
+        infos = []
+    if engine.model not in [i.name for i in infos]:
+        infos.insert(0, engine.model_info())
+    return [{"model": i.name, "label": getattr(i, "label", None) or None, "active": i.name == engine.model,
+             "context_window": int(i.context_window or 0), "max_output_tokens": int(i.max_output_tokens or 0),
+             "reasoning_efforts": list(i.reasoning_efforts or [])} for i in infos]
 
 
 def _info(engine, name: str):
@@ -68,7 +62,7 @@ def _model(engine, args: str) -> None:
     if len(parts) > 2:
         engine.emit({"type": "error", "message": "usage: /model [model] [none|low|medium|high]"})
         return
-    name = parts[0].strip()
+    name = parts[0].strip().strip("\"'").strip()   # `/model "" high` names no model
     if not name:
         engine.emit({"type": "error", "message": "model cannot be empty"})
         return
@@ -228,12 +222,3 @@ def _doctor(engine, args: str) -> None:
         engine.emit({"type": "info", "message": line})
 
 
-def all_builtin_names() -> list[str]:
-    return [c.name for c in builtin_list()]
-
-
-def _mode_error_text(e: ModeError) -> str:
-    return str(e)
-
-
-__all__ = ["mask", "all_builtin_names", "parse_mode"]

@@ -208,3 +208,22 @@ def test_examples_cover_every_seed_event_type(tmp_path):
         pytest.xfail(f"seed event types not produced by any example yet (their subsystems are still being "
                      f"wired): {', '.join(missing)}\nper script: {report}")
     assert not missing
+
+
+def test_demo_runs_without_a_key(tmp_path):
+    """`jucode serve --demo`: no key, model_status does not claim one is missing, the tour streams."""
+    eng = EngineProc(tmp_path, None, args=("serve", "--demo"), api_key=None)
+    try:
+        eng.wait_startup()
+        ms = [e for e in eng.events if e.get("type") == "model_status"]
+        assert ms and all(e.get("api_key") != "missing" and e.get("api_key") is not False for e in ms), ms
+        m = eng.send({"op": "user_message", "content": "hello"})
+        req = eng.wait_for("approval_request", timeout=15, start=m)
+        assert req["name"] == "bash"
+        eng.send({"op": "approve", "call_id": req["call_id"], "decision": "deny"})
+        eng.wait_status("ready", timeout=15, start=m)
+        types = set(eng.types_since(m))
+        assert {"reasoning_delta", "assistant_delta", "tool_start", "tool_output"} <= types
+        assert not [e for e in eng.since(m) if e.get("type") == "error"]
+    finally:
+        eng.close()

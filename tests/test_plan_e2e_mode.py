@@ -100,7 +100,21 @@ def test_plan_mode_system_prompt_addendum(eng, server):
     assert "<plan_mode>" in server.requests[-1]["body"]["instructions"]
 
 
-def test_plan_draft_rebuilds_final_markdown_and_turn_ends(eng, server):
+@pytest.mark.parametrize("protocol", ["responses", "chat"])
+def test_plan_draft_rebuilds_final_markdown_and_turn_ends(tmp_path, server, protocol):
+    if protocol == "responses":
+        eng = EngineProc(tmp_path, server, config={"edit_tools": ["write", "str_replace"]})
+    else:
+        eng = EngineProc(tmp_path, server, config={"edit_tools": ["write", "str_replace"],
+                                                   "provider": "fake", "protocol": "chat"})
+    try:
+        eng.wait_startup()
+        _check_plan_draft(eng, server, protocol)
+    finally:
+        eng.close()
+
+
+def _check_plan_draft(eng, server, protocol):
     _plan_mode(eng)
     m, plan = _propose(eng, server)
     assert re.fullmatch(r"plan-[0-9a-f]{16}", plan["id"])
@@ -115,6 +129,7 @@ def test_plan_draft_rebuilds_final_markdown_and_turn_ends(eng, server):
     assert out["is_error"] is False
     assert json.loads(out["output"])["status"] == "proposed"
     assert len(server.requests) == 1           # the turn ended after propose_plan
+    assert server.requests[0]["path"].endswith("/chat/completions" if protocol == "chat" else "/responses")
     types = eng.types_since(m)
     assert types.index("proposed_plan") < types.index("tool_output")
 

@@ -64,17 +64,24 @@ def test_chat_mode_starts_in_chats_dir_without_project_instructions(tmp_path, se
     (work / ".git").mkdir(parents=True)
     (work / "AGENTS.md").write_text("PROJECT-SECRET-RULES\n")
     eng = EngineProc(tmp_path, server, args=("serve", "--chat"),
-                     config={"include_project_instructions": True, "protocol": "responses"})
+                     config={"include_project_instructions": True, "protocol": "responses",
+                             "approval_mode": "full-access"})
     procs.append(eng)
     start = eng.wait_for("startup", timeout=15)
     chats = (eng.profile / "chats").resolve()
     assert start["cwd"] == str(chats)
     eng.wait_startup()
     assert not [e for e in eng.events if e["type"] == "trust_prompt"]
-    server.script({"text": "hello"})
+    # web_fetch keeps its rules in chat sessions: no file URLs, no embedded credentials
+    server.script({"tool_calls": [{"name": "web_fetch", "arguments": {"url": "file:///etc/passwd"}},
+                                  {"name": "web_fetch", "arguments": {"url": "http://u:p@127.0.0.1:9/"}}]},
+                  {"text": "hello"})
     m = eng.send({"op": "user_message", "content": "what is new in python?"})
     eng.wait_status("ready", start=m)
-    body = server.requests[-1]["body"]
+    errors = sorted(json.loads(e["output"])["error"] for e in eng.since(m, "tool_output"))
+    assert errors == ["URLs with embedded credentials are not supported",
+                      "only http:// and https:// URLs are supported"]
+    body = server.requests[0]["body"]
     assert "PROJECT-SECRET-RULES" not in body["instructions"]
     assert "general-purpose assistant" in body["instructions"]
     names = _tool_names(body)
@@ -157,7 +164,8 @@ def test_config_json_reloads_live(tmp_path, server, procs):
     assert "search endpoint http://127.0.0.1:9/search" in line["message"]
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="linux /proc only")
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="linux /proc only")
 def test_idle_cpu_with_watcher_running(tmp_path, server, procs):
     eng = _start(procs, tmp_path, server)
     pid = eng.proc.pid

@@ -294,10 +294,105 @@ def test_worktree_children_edit_same_file_in_their_own_trees(tmp_path, server, e
     # the escape attempt was refused with an error the child saw
     left_reqs = [r for r in server.requests if child("/root/left") in json.dumps(r["body"])]
     texts = request_input_texts(left_reqs[-1])
-    assert any("error" in t and "escape.txt" in t for t in texts), texts
+    assert any(f"write isolation: write targets {work / 'escape.txt'} outside the workspace. This agent's file "
+               f"writes are confined to its workspace {dirs['left']}." in t for t in texts), texts
     w1 = json.loads(outs["w1"])["status"]["/root/left"]
     assert w1 == {"completed": "left edited"}
     m2 = eng.send({"op": "subagent_transcript", "agent_id": "/root/left"})
     items = eng.wait_for("subagent_transcript", start=m2)["items"]
     tools = [i for i in items if i["role"] == "tool"]
     assert tools[0]["name"] == "read" and '"shared.txt"' in tools[0]["input"] and tools[0]["running"] is False
+
+
+def test_failing_child_errors_with_partial_output_mail_and_close(tmp_path, server, engines):
+    eng = engines(tmp_path, server)
+    server.script(
+        {"tool_calls": [
+            call("spawn_agent", {"task_name": "bad", "message": "overrun", "max_tool_calls": 1}, "sb"),
+            call("spawn_agent", {"task_name": "chat", "message": "listen"}, "sc"),
+            call("spawn_agent", {"task_name": "sleeper", "message": "sleep"}, "ss"),
+            call("send_message", {"target": "chat", "message": "EXTRA-NOTE"}, "msg"),
+            call("send_message", {"target": "/root/ghost", "message": "x"}, "ghost"),
+            call("wait_agent", {"targets": ["bad"]}, "wb")]},
+        {"tool_calls": [call("close_agent", {"target": "sleeper"}, "cl"),
+                        call("wait_agent", {"targets": ["chat"]}, "wc"),
+                        call("send_message", {"target": "chat", "message": "late"}, "late"),
+                        call("list_agents", {}, "la")]},
+        {"text": "end"},
+        {"match": child("/root/bad"), "text": "partial work so far",
+         "tool_calls": [call("ls", {}), call("ls", {})]},
+        {"match": child("/root/chat"), "tool_calls": [call("ls", {})], "stall": 0.5},
+        {"match": child("/root/chat"), "text": "got mail"},
+        {"match": child("/root/sleeper"), "text": "zzz", "stall": 5},
+    )
+    m = eng.send({"op": "user_message", "content": "go"})
+    eng.wait_status("ready", start=m, timeout=20)
+    assert not eng.since(m, "error")
+    outs = outputs_of(server)
+    assert json.loads(outs["wb"])["status"]["/root/bad"] == {
+        "errored": "subagent exceeded tool budget (1)", "partial_output": "partial work so far"}
+    assert json.loads(outs["msg"]) == {"target": "/root/chat", "delivered": True, "status": "queued"}
+    assert json.loads(outs["ghost"]) == {"error": "agent not found: /root/ghost"}
+    assert json.loads(outs["cl"]) == {"target": "/root/sleeper", "previous_status": "running", "closed": True}
+    assert json.loads(outs["wc"])["status"]["/root/chat"] == {"completed": "got mail"}
+    assert json.loads(outs["late"]) == {"error": "agent is not running: /root/chat"}
+    rows = {r["task_name"]: r for r in json.loads(outs["la"])["agents"]}
+    assert rows["/root/bad"]["status"]["errored"] == "subagent exceeded tool budget (1)"
+    assert rows["/root/bad"]["result"]["partial_output"] == "partial work so far"
+    assert rows["/root/sleeper"]["status"] == "closed" and rows["/root/sleeper"]["result"] is None
+    assert rows["/root/chat"]["depth"] == 1 and rows["/root/chat"]["parent"] == "/root"
+    chat_reqs = [r for r in server.requests if child("/root/chat") in json.dumps(r["body"])]
+    assert any("<subagent_message>\nEXTRA-NOTE\n</subagent_message>" in t for t in request_input_texts(chat_reqs[-1]))
+    lc = lifecycle(eng, m)
+    assert ("/root/bad", "errored", "subagent exceeded tool budget (1)") in lc
+    assert ("/root/chat", "message", "queued message") in lc
+    assert ("/root/sleeper", "closed", "close requested") in lc
+    m2 = eng.send({"op": "subagent_transcript", "agent_id": "/root/chat"})
+    items = eng.wait_for("subagent_transcript", start=m2)["items"]
+    assert {"role": "user", "content": "EXTRA-NOTE"} in items
+
+
+def test_unattended_child_call_is_deferred_with_its_path(tmp_path, server, engines):
+    eng = engines(tmp_path, server)
+    m0 = eng.send({"op": "set_attended", "attended": False})
+    eng.wait_for("attended", start=m0)
+    server.script(
+        {"tool_calls": [call("spawn_agent", {"task_name": "runner", "message": "run it"}, "sp"),
+                        call("wait_agent", {}, "w")]},
+        {"text": "parent done"},
+        {"match": child("/root/runner"), "tool_calls": [call("bash", {"command": "echo deferred-child"}, "cb")]},
+        {"match": child("/root/runner"), "text": "asked for it"},
+    )
+    m = eng.send({"op": "user_message", "content": "go"})
+    ev = eng.wait_for("action_deferred", start=m, timeout=15)
+    assert ev["subagent_id"] == "/root/runner" and ev["name"] == "bash"
+    eng.wait_status("ready", start=m, timeout=15)
+    assert not eng.since(m, "approval_request")
+    child_req = [r for r in server.requests if child("/root/runner") in json.dumps(r["body"])][-1]
+    assert any("submitted for confirmation" in t for t in request_input_texts(child_req))
+
+
+def test_child_model_effort_and_usage_fold_into_session_cost(tmp_path, server, engines):
+    eng = engines(tmp_path, server, models=[
+        {"name": "gpt-test"},
+        {"name": "kid-model", "input_cost": 1_000_000, "cached_input_cost": 0, "output_cost": 2_000_000,
+         "reasoning_efforts": ["low", "high"]}],
+        subagent_models=[{"name": "kid-model", "description": "cheap helper"}])
+    server.script(
+        {"tool_calls": [call("spawn_agent", {"task_name": "kid", "message": "help", "model": "kid-model"}, "sp"),
+                        call("spawn_agent", {"task_name": "kid2", "message": "help", "model": "kid-model",
+                                             "reasoning_effort": "max"}, "bad"),
+                        call("wait_agent", {}, "w")]},
+        {"text": "parent done"},
+        {"match": child("/root/kid"), "text": "kid result", "usage": {"input": 3, "cached": 0, "output": 1}},
+    )
+    m = eng.send({"op": "user_message", "content": "go"})
+    eng.wait_status("ready", start=m, timeout=15)
+    kid_req = [r for r in server.requests if child("/root/kid") in json.dumps(r["body"])][0]["body"]
+    assert kid_req["model"] == "kid-model" and kid_req["reasoning"]["effort"] == "low"
+    spawn_desc = [t for t in server.requests[0]["body"]["tools"] if t["name"] == "spawn_agent"][0]["description"]
+    assert "kid-model (reasoning effort: low, high): cheap helper" in spawn_desc
+    assert json.loads(outputs_of(server)["bad"])["error"].startswith('reasoning_effort "max" is not supported')
+    costs = [e["cost"] for e in eng.since(m, "context_usage")]
+    assert costs[-1] == pytest.approx(5.0)          # 3 input at $1/token + 1 output at $2/token
+    assert not [e for e in eng.since(m, "usage") if e["input_tokens"] == 3]

@@ -122,6 +122,28 @@ def files_changed(workdir: str) -> list:
     return found
 
 
+def isolated_runner(root: str):
+    """The tool runner of a worktree child: refusals of edits outside its tree say why, in
+    upstream's "write isolation" words (the shared path check only knows "outside the workspace")."""
+    import re
+    from ..tools.base import GATE_EDIT
+    from ..tools.registry import run_tool
+    pattern = re.compile(r"^path escapes the workspace: (.*) resolves outside ", re.S)
+
+    def runner(spec, raw_args, tctx):
+        result, is_err = run_tool(spec, raw_args, tctx)
+        err = result.get("error") if isinstance(result, dict) else None
+        if spec.gate == GATE_EDIT and isinstance(err, str):
+            m = pattern.match(err)
+            if m:
+                what = (f"apply_patch touches {m.group(1)} outside the workspace" if spec.name == "apply_patch"
+                        else f"{spec.name} targets {m.group(1)} outside the workspace")
+                result = {"error": f"write isolation: {what}. This agent's file writes are confined to its "
+                                   f"workspace {root}. Make the change inside that workspace instead."}
+        return result, is_err
+    return runner
+
+
 # -- the turn ---------------------------------------------------------------------------------
 
 def build_child_context(engine, host, rec: AgentRecord, instructions: str, input_items: list, *,
@@ -157,7 +179,8 @@ def build_child_context(engine, host, rec: AgentRecord, instructions: str, input
         retry_attempts=_retry_attempts(engine), read_timeout=read_timeout,
         connect_timeout=float(engine.config.get("connect_timeout_seconds") or 30),
         agent_path=rec.path, subagent_id=rec.path, max_tool_calls=max_tool_calls,
-        tool_runner=run_tool, project_output=project_model_output, extra=extra)
+        tool_runner=isolated_runner(rec.workdir) if isolated else run_tool,
+        project_output=project_model_output, extra=extra)
     key = rec.key
 
     def post(ev: dict) -> None:
