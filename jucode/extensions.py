@@ -13,14 +13,15 @@ import logging
 
 log = logging.getLogger("jucode.ext")
 
-# (module, class) of every host, in the order their contributions are listed.
+# (module, class) of every host, in the order their contributions are listed (this is also
+# the order of their tools: subagents, MCP, goal/plan tools, propose_plan last, as upstream).
 HOST_FACTORIES: list[tuple[str, str]] = [
     ("jucode.project.host", "ProjectHost"),
+    ("jucode.subagents.host", "SubagentsHost"),
     ("jucode.mcp.host", "McpHost"),
     ("jucode.actions_host", "ActionsHost"),
-    ("jucode.plan_host", "PlanHost"),
     ("jucode.goals_host", "GoalsHost"),
-    ("jucode.subagents.host", "SubagentsHost"),
+    ("jucode.plan_host", "PlanHost"),
     ("jucode.session.host", "SessionCommandsHost"),
 ]
 

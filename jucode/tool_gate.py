@@ -43,6 +43,8 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
         disabled = _disabled_edit_tool(name, ctx.config)
         if disabled:
             return GateDecision(None, raw_args, result={"error": disabled})
+        if name == "propose_plan":
+            return GateDecision(None, raw_args, result={"error": "propose_plan is only available in plan mode"})
         alias = _resolve_alias(name)
         spec = specs.get(alias) if alias else None
     if spec is None:

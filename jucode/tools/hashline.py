@@ -6,7 +6,6 @@ loudly when the line moved or changed instead of silently editing the wrong plac
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import List, Optional

@@ -7,7 +7,6 @@ and a per-file diff of what really changed.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from typing import List
 
