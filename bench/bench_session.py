@@ -133,7 +133,7 @@ def engine_memory(turns: int = 50) -> dict:
             server.close()
 
 
-def session_memory(turns: int = 50) -> dict:
+def session_memory(turns: int = 50, count: bool = True) -> dict:
     """Python heap growth (tracemalloc) of the session layer over ``turns`` engine-like turns:
     record user/assistant/tool entries, project the request and count it each turn, as the
     engine's SessionHost does. Isolates the session's own memory from SDK/allocator noise."""
@@ -152,7 +152,8 @@ def session_memory(turns: int = 50) -> dict:
             store.append({"type": "tool_output", "call_id": f"c{i}", "name": "bash", "output": "file.py\n" * 50})
             store.append({"type": "response_item", "item": {"type": "message", "role": "assistant", "content": [
                 {"type": "output_text", "text": "Here is what I found in the code. " * 60}]}})
-            counter.count_items(request_items(store))
+            if count:
+                counter.count_items(request_items(store))
             store.sync()
         one(0)
         tracemalloc.start()
@@ -178,9 +179,12 @@ def main() -> int:
     e = engine_resume(n)
     print(f"engine /resume of {n} entries: {e['resume_ms']:.1f} ms (first {e['resume_first_ms']:.1f} ms; "
           f"target <= {LOAD_TARGET_S * 1000:.0f})")
-    sm = session_memory(50)
-    print(f"50 turns, session layer: heap grew {sm['heap_growth_kb']:.0f} KiB vs journal growth "
+    sm = session_memory(50, count=False)
+    print(f"50 turns, session store: heap grew {sm['heap_growth_kb']:.0f} KiB vs journal growth "
           f"{sm['journal_growth_kb']:.0f} KiB (target: less)")
+    sc = session_memory(50, count=True)
+    print(f"50 turns, store + token counter memo: heap grew {sc['heap_growth_kb']:.0f} KiB "
+          f"(the memo keys every item's JSON text)")
     mem = engine_memory(50)
     print(f"50 turns, whole engine (informative): RSS grew {mem['rss_growth_kb']:.0f} KiB, journal grew "
           f"{mem['journal_growth_kb']:.0f} KiB (total {mem['journal_kb']:.0f} KiB)")

@@ -106,6 +106,7 @@ class Engine:
         self.shell_sessions = None
         self._key_missing: Optional[bool] = None
         self._last_command_list: Optional[bytes] = None
+        self.providers: dict = {}               # wire providers reused across turns (turn_setup)
 
     # -- output -----------------------------------------------------------------------------
     def attach_writer(self, write: Callable[[dict], None]) -> None:

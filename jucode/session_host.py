@@ -24,6 +24,9 @@ from .messages import QueuedMessage
 log = logging.getLogger("jucode.session")
 
 NOTHING_TO_COMPACT_INFO = "nothing old enough to compact"
+# Above this many entries (a resumed long session) counting moves to a worker even when the
+# tokenizer is loaded: encoding thousands of unseen items would stall the main loop.
+MAIN_THREAD_COUNT_ITEMS = 256
 
 
 class SessionHost:
@@ -176,18 +179,23 @@ class SessionHost:
         return self.counter().count_items(items)
 
     def emit_context_usage(self) -> None:
-        """Emit context_usage now when the tokenizer is loaded; otherwise count on a worker
-        (which waits for the load) so the main loop never blocks on it."""
+        """Emit context_usage now when the tokenizer is loaded and the branch is short;
+        otherwise project and count on a worker (which waits for the load) so the main loop
+        never blocks on it. The worker gets a snapshot of the path: entries never change."""
         try:
-            items = self.request_items()
             c = self.counter()
-            if c.ready:
-                self.engine.emit(self._usage_event(self.count_tokens(items), c))
+            store = self.store
+            path = store.active_path() if store is not None else []
+            if c.ready and len(path) <= MAIN_THREAD_COUNT_ITEMS:
+                self.engine.emit(self._usage_event(self.count_tokens(self.request_items()), c))
                 return
             engine = self.engine
+            from .session.compactor import PathView
+            view = PathView(path, store.cwd if store is not None else engine.cwd)
 
             def count_later():
-                engine.post(self._usage_event(c.count_items(items), c))
+                from .session.projection import request_items
+                engine.post(self._usage_event(c.count_items(request_items(view)), c))
             engine.pool.submit(count_later, name="count-tokens")
         except Exception:  # accounting must never break a turn
             log.exception("context_usage failed")

@@ -31,7 +31,15 @@ def provider_factory(engine, model: str):
         env = engine.config.get("api_key_env") or "OPENAI_API_KEY"
         raise TurnSetupError(f"api_key is not set and {env} is not set. Configure one before sending prompts.")
     from .llm.factory import make_provider
-    return lambda: make_provider(cfg, model, api_key, base_url)
+    # One provider (and so one HTTP client and connection pool) per model and endpoint, reused
+    # across turns and subagents; providers are thread-safe.
+    key = (model, api_key, base_url, cfg.get("protocol"), cfg.get("provider"),
+           str((cfg.get("jucode_groups") or {}).get(model) if isinstance(cfg.get("jucode_groups"), dict) else ""))
+    cache = engine.providers
+    provider = cache.get(key)
+    if provider is None:
+        provider = cache[key] = make_provider(cfg, model, api_key, base_url)
+    return lambda: provider
 
 
 def tool_specs(engine) -> list:

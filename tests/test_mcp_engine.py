@@ -121,6 +121,19 @@ def test_tool_call_turn_prompt_and_resource(start, server):
     sent = last_user_text(server.requests[-1]["body"])
     assert sent.startswith("user:\n") and "Paris" in sent and typed not in sent
 
+    # while a turn runs, the expanded prompt command is queued like any message
+    server.script({"text": "slow answer", "stall": 1.0}, {"text": "weather later"})
+    m = eng.send({"op": "user_message", "content": "first"})
+    eng.wait_for("assistant_delta", start=m)
+    typed2 = '/mcp__everything__args-prompt {"city": "Oslo"}'
+    eng.send({"op": "command", "input": typed2})
+    pend = eng.wait_for(lambda e: e.get("type") == "pending_messages" and e["messages"], start=m)
+    assert pend["messages"] == [typed2]
+    eng.wait_for(lambda e: e.get("type") == "user_message" and e["content"] == typed2, start=m,
+                 timeout=20)
+    eng.wait_status("ready", start=m, timeout=20)
+    assert "Oslo" in last_user_text(server.requests[-1]["body"])
+
     # a missing required argument is an error, nothing is sent
     n = len(server.requests)
     m = eng.send({"op": "command", "input": "/mcp__everything__args-prompt"})
@@ -174,6 +187,7 @@ def test_plan_mode_runs_read_only_tools_only(start, server):
     assert tool_outputs(eng, m)[0]["output"] == "Echo: x"
 
 
+@pytest.mark.slow
 @need_time
 def test_mcp_ops_live_set_toggle_remove(start, server, tmp_path):
     eng = start([], approval_mode="full-access", some_unknown_key={"kept": True})
@@ -270,3 +284,17 @@ def test_config_save_failure_changes_nothing(tmp_path):
         assert not (tmp_path / "config.json").exists()
     finally:
         host.close()
+
+
+from test_mcp_real import everything_http  # noqa: E402,F401  (fixture: server-everything over HTTP)
+
+
+@need_everything
+def test_streamable_http_server_through_the_engine(start, server, everything_http):  # noqa: F811
+    eng = start([{"name": "web", "transport": "http", "url": everything_http}],
+                approval_mode="full-access")
+    assert server_state(eng, "web", "connected")["transport"] == "http"
+    server.script({"tool_calls": [{"name": "mcp__web__get-sum", "arguments": {"a": 2, "b": 3},
+                                   "call_id": "s1"}]}, {"text": "5"})
+    m = run_turn(eng, "add")
+    assert tool_outputs(eng, m)[0]["output"] == "The sum of 2 and 3 is 5."

@@ -377,3 +377,14 @@ def test_mcp_slash_command(workspace):
         assert mcp_slash_command(mgr, "enable", config) == [{"type": "error", "message": USAGE}]
     finally:
         mgr.close()
+
+
+def test_missing_tool_error_names_the_server_state(tmp_path):
+    from jucode.mcp import McpManager
+    mgr = McpManager([{"name": "off", "command": "true", "enabled": False}], str(tmp_path),
+                     lambda ev: None)
+    try:
+        assert mgr.missing_tool_error("mcp__off__x") == {"error": "MCP server off is disabled"}
+        assert mgr.missing_tool_error("mcp__zz__x") == {"error": "unknown MCP tool: mcp__zz__x"}
+    finally:
+        mgr.close()

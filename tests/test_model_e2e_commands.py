@@ -33,6 +33,14 @@ def last_model_status(eng, mark=0):
     return eng.since(mark, "model_status")[-1]
 
 
+def warm_up(eng, server):
+    """One plain turn first, so time limits measure the retry policy, not the cold SDK import."""
+    server.script({"text": "warm"})
+    m = eng.send({"op": "user_message", "content": "warm up"})
+    eng.wait_status("ready", start=m, timeout=30)
+    eng.wait_for(lambda e: e.get("type") == "model_status" and e.get("state") == "ready", start=m)
+
+
 def run_cmd(eng, text, want):
     """Send a slash command and wait for the first event of type ``want``."""
     m = eng.send({"op": "command", "input": text})
@@ -157,6 +165,7 @@ def test_429_retry_after_two_seconds_waits(tmp_path, server):
 def test_429_retry_after_120_fails_fast(tmp_path, server):
     eng = start(tmp_path, server)
     try:
+        warm_up(eng, server)
         server.script({"status": 429, "headers": {"Retry-After": "120"},
                        "body": {"error": {"message": "quota", "type": "rate_limit_exceeded"}}})
         t = time.monotonic()
@@ -165,7 +174,7 @@ def test_429_retry_after_120_fails_fast(tmp_path, server):
         eng.wait_status("ready", start=m)
         assert time.monotonic() - t < 5.0
         assert "429" in err["message"]
-        assert not eng.since(m, "retrying") and len(server.requests) == 1
+        assert not eng.since(m, "retrying") and len(server.requests) == 2
     finally:
         eng.close()
 
@@ -218,6 +227,7 @@ def test_chat_request_hygiene_and_effort_omitted(tmp_path, server):
 def test_read_timeout_is_configurable(tmp_path, server):
     eng = start(tmp_path, server, read_timeout_seconds=1, retry_attempts=0)
     try:
+        warm_up(eng, server)
         server.script({"text": "late", "stall": 4})
         t = time.monotonic()
         m = eng.send({"op": "user_message", "content": "q"})

@@ -142,6 +142,7 @@ def test_torn_last_line_still_loads_with_info(tmp_path, server, engines):
     assert any(p.get("entry", {}).get("kind", {}).get("content") == "next" for p in parsed)
 
 
+@pytest.mark.slow          # the lock waits its upstream 2 s before giving up
 def test_second_engine_gets_the_lock_error_and_keeps_serving(tmp_path, server, engines):
     a = start(engines, tmp_path, server)
     sid = a.wait_for("startup")["session_id"]

@@ -196,6 +196,7 @@ def _sleepers(marker: str) -> list:
     return [int(p) for p in out if _alive(int(p))]
 
 
+@pytest.mark.slow
 def test_interrupt_closes_children_and_kills_their_processes(tmp_path, server, engines):
     eng = engines(tmp_path, server, approval_mode="full-access")
     marker = f"30.{os.getpid()}{int(time.time() * 1000) % 100000}"
@@ -206,7 +207,7 @@ def test_interrupt_closes_children_and_kills_their_processes(tmp_path, server, e
         *[{"match": child(p), "tool_calls": [call("bash", {"command": f"sleep {marker}", "timeout": 60})]}
           for p in ("/root/one", "/root/two")],
     )
-    m = eng.send({"op": "user_message", "content": "go"})
+    eng.send({"op": "user_message", "content": "go"})
     deadline = time.monotonic() + 15
     while len(_sleepers(marker)) < 2:
         assert time.monotonic() < deadline, "children never started their commands"
@@ -226,6 +227,7 @@ def test_interrupt_closes_children_and_kills_their_processes(tmp_path, server, e
     assert {r["state"] for r in rows} == {"closed"}
 
 
+@pytest.mark.slow
 def test_agent_runs_pushes_are_throttled(tmp_path, server, engines):
     eng = engines(tmp_path, server)
     text = "x" * 120
@@ -396,3 +398,30 @@ def test_child_model_effort_and_usage_fold_into_session_cost(tmp_path, server, e
     costs = [e["cost"] for e in eng.since(m, "context_usage")]
     assert costs[-1] == pytest.approx(5.0)          # 3 input at $1/token + 1 output at $2/token
     assert not [e for e in eng.since(m, "usage") if e["input_tokens"] == 3]
+
+
+def test_turn_end_closes_leftovers_and_earlier_turns_stay_listed(tmp_path, server, engines):
+    eng = engines(tmp_path, server)
+    server.script(
+        {"tool_calls": [call("spawn_agent", {"task_name": "lazy", "message": "take your time"}, "sp")]},
+        {"text": "not waiting"},
+        {"match": child("/root/lazy"), "text": "too late", "stall": 5},
+    )
+    m = eng.send({"op": "user_message", "content": "first"})
+    eng.wait_status("ready", start=m, timeout=15)
+    assert ("/root/lazy", "closed", "parent turn finished") in lifecycle(eng, m)
+    server.script(
+        {"tool_calls": [call("spawn_agent", {"task_name": "lazy", "message": "again"}, "sp2"),
+                        call("wait_agent", {}, "w")]},
+        {"status": 400, "body": {"error": {"message": "bad request", "type": "invalid_request_error"}}},
+        {"match": child("/root/lazy"), "text": "second lazy done"},
+    )
+    m2 = eng.send({"op": "user_message", "content": "second"})
+    eng.wait_status("ready", start=m2, timeout=15)
+    assert eng.since(m2, "error")
+    m3 = eng.send({"op": "agent_runs"})
+    rows = eng.wait_for("agent_runs", start=m3)["agents"]
+    assert [(r["id"], r["state"]) for r in rows] == [("/root/lazy", "closed"), ("/root/lazy", "completed")]
+    m4 = eng.send({"op": "subagent_transcript", "agent_id": "/root/lazy"})
+    items = eng.wait_for("subagent_transcript", start=m4)["items"]
+    assert items[0]["content"] == "again"           # the newest agent of that path

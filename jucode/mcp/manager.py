@@ -358,6 +358,15 @@ class McpManager:
                 return not_ready
         return None
 
+    def missing_tool_error(self, name: str) -> dict:
+        """Upstream's error for an ``mcp__*`` call the turn has no spec for (its server is not
+        connected, or the tool does not exist): ``MCP server <s> is <state>`` or
+        ``unknown MCP tool: <n>``, instead of the generic ``unknown tool``."""
+        resolved = self._resolve(name)
+        if isinstance(resolved, str):
+            return {"error": resolved}
+        return {"error": f"unknown MCP tool: {name}"}
+
     def run_tool(self, name: str, args, ctx: Optional[ToolContext] = None) -> dict:
         """Run ``mcp__<server>__<tool>``; returns ``{"output": text}`` or ``{"error": text}``."""
         return self._run(name, args, ctx, text_result=None)

@@ -26,6 +26,9 @@ from .records import (ARCHIVED_TURNS, MAX_LIVE, AgentRecord, Manager, cap_output
 log = logging.getLogger("jucode.subagents")
 
 PUSH_INTERVAL = 0.5
+# Error texts that mean "the request overflowed the context window" (upstream's list).
+OVERFLOW_MARKERS = ("context_length_exceeded", "maximum context length", "prompt is too long", "prompt too long",
+                    "exceeds the context window", "input exceeds the context", "exceed context limit", "上下文过长")
 _keys = itertools.count(1)
 
 
@@ -56,7 +59,13 @@ class SubagentsHost:
         extra["subagents"] = self
 
     def turn_finished(self, turn, error) -> None:
-        self._end_turn(turn, "parent turn failed" if error else "parent turn finished")
+        if not error:
+            reason = "parent turn finished"
+        elif any(m in str(error).lower() for m in OVERFLOW_MARKERS):
+            reason = "parent turn hit the context window"
+        else:
+            reason = "parent turn failed"
+        self._end_turn(turn, reason)
 
     def turn_interrupted(self, turn) -> None:
         self._end_turn(turn, "parent interrupted")

@@ -1,0 +1,59 @@
+"""The memory trim applied after tiktoken builds an encoding must not change a single count."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from jucode import tokens
+
+TEXTS = [
+    "hello world",
+    "naïve café 🚀 — ünïcödé ∑ 漢字かな 한국어",
+    "<|endoftext|> special text and <|fim_prefix|> markers",
+    "def f(x):\n    return [i ** 2 for i in range(x)]  # comment\n\t\ttabs\r\n",
+    "a" * 5000,
+    " ".join(str(i) for i in range(2000)),
+]
+
+
+def test_slim_encoding_counts_and_decodes_identically(tmp_path, monkeypatch):
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    d = tokens.seed_cache("o200k_base", str(tmp_path))
+    assert d == str(tmp_path)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", d)
+    full = tiktoken.Encoding(**openai_public.o200k_base())
+    slim = tiktoken.Encoding(**openai_public.o200k_base())
+    tokens._slim(slim)
+    assert slim._mergeable_ranks is None and full._mergeable_ranks is not None
+    for t in TEXTS:
+        a = full.encode(t, allowed_special="all")
+        b = slim.encode(t, allowed_special="all")
+        assert a == b
+        assert slim.decode(b) == t
+    assert slim.encode_batch(TEXTS, allowed_special="all") == full.encode_batch(TEXTS, allowed_special="all")
+
+
+def test_engine_encoding_is_slimmed_and_heap_trim_never_raises():
+    enc = tokens.load_encoding("o200k_base")
+    if enc is None:
+        pytest.skip("packaged ranks missing (run .ci/install-llm.sh)")
+    assert enc._mergeable_ranks is None
+    assert enc.encode("hello world") == [24912, 2375]
+    assert tokens.trim_heap() in (True, False)
+
+
+def test_slim_can_be_disabled(monkeypatch):
+    class Fake:
+        _mergeable_ranks = {b"a": 0}
+    monkeypatch.setenv("JUCODE_TOKENS_NO_SLIM", "1")
+    f = Fake()
+    tokens._slim(f)
+    assert f._mergeable_ranks == {b"a": 0}
+    monkeypatch.delenv("JUCODE_TOKENS_NO_SLIM")
+    tokens._slim(f)
+    assert f._mergeable_ranks is None
+    tokens._slim(object())      # an object without the attribute is left alone, no exception
