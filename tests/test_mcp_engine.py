@@ -298,3 +298,29 @@ def test_streamable_http_server_through_the_engine(start, server, everything_htt
                                    "call_id": "s1"}]}, {"text": "5"})
     m = run_turn(eng, "add")
     assert tool_outputs(eng, m)[0]["output"] == "The sum of 2 and 3 is 5."
+
+
+def test_host_is_cheap_and_reports_invalid_entries(tmp_path):
+    """Construction spawns nothing (servers show ``connecting`` until after_startup) and the
+    skipped invalid entries are reported once in the startup batch."""
+    from types import SimpleNamespace
+
+    from jucode.config import Config
+    from jucode.mcp.host import McpHost
+
+    cfg = Config(path=tmp_path / "config.json", data={"mcp_servers": [
+        {"name": "ok", "command": sys.executable, "args": [FAULT, "good"]},
+        {"name": "bad name", "command": "x"},
+        {"name": "off", "command": "x", "enabled": False}]})
+    posted = []
+    engine = SimpleNamespace(config=cfg, cwd=str(tmp_path), post=posted.append, emit=posted.append)
+    host = McpHost(engine)
+    try:
+        assert [(s["name"], s["state"]) for s in host.servers_view()] == [
+            ("ok", "connecting"), ("off", "disabled")]
+        assert host.startup_events() == [{"type": "error", "message":
+                                          "invalid MCP server name 'bad name': use letters, digits, '_' or '-'"}]
+        assert host.manager._live == set() and posted == []
+        assert host.doctor_lines() == ["mcp: 2 servers (1 connecting, 1 disabled)"]
+    finally:
+        host.close()

@@ -227,8 +227,7 @@ def test_queue_steer_unqueue(eng, server):
         eng.wait_for("pending_messages", start=q)
     pend = eng.since(m, "pending_messages")[-1]
     assert pend["messages"] == ["steer me", "keep me", "drop me"]
-    queued = [e["message"] for e in eng.since(m, "status")]
-    assert "queued: 3" in queued
+    eng.wait_status("queued: 3", start=m)
     u = eng.send({"op": "unqueue", "index": -1})
     un = eng.wait_for("unqueued", start=u)
     assert un["content"] == "drop me"

@@ -9,6 +9,7 @@ test-doubles §1.1), so callers read the raw response first and check the conten
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Iterable, Optional
 
 from jucode.llm.base import ModelError, ModelRequest
@@ -101,17 +102,66 @@ def open_sdk_stream(create, kwargs: dict, handle: StreamHandle, label: str, url:
         if ctype and "event-stream" not in ctype:
             data = http.read()
             raise non_sse_error(label, url, ctype, data.decode("utf-8", "replace"))
-        stream = raw.parse()
-        handle.add(stream.close)
+        if os.environ.get("JUCODE_SDK_EVENTS"):
+            stream = raw.parse()
+            handle.add(stream.close)
+            yield HEADERS_MARK
+            yield from stream
+            return
         yield HEADERS_MARK
-        for ev in stream:
-            yield ev
+        yield from raw_events(http)
     except ModelError:
         raise
     except Exception as exc:
         if handle.closed:
             return  # aborted on purpose; the caller already raised Interrupted
         raise map_sdk_error(exc) from exc
+
+
+class Event(dict):
+    """A decoded SSE JSON object readable like the SDK's models (``ev.delta``, ``ev.item``).
+
+    Why not the SDK's own event models: building the pydantic classes for every Responses and
+    Chat event type costs ~33 MB of RSS on the first stream, a third of the engine's memory
+    budget, and the consumers only read a few fields. Missing keys raise AttributeError, so
+    ``getattr(ev, name, default)`` behaves as with the SDK's optional fields.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _stream_api_error(error: Any) -> ModelError:
+    """The error an ``{"error": …}`` chunk means (same message rule as the SDK's Stream)."""
+    body = dict(error) if isinstance(error, dict) else {}
+    msg = body.get("message") if isinstance(body.get("message"), str) and body.get("message") else \
+        "An error occurred during streaming"
+    return stream_error(msg, body.get("code"), body.get("type"), body.get("status"))
+
+
+def raw_events(http) -> Iterable:
+    """Decode an SSE body into :class:`Event` dicts, stopping at ``[DONE]``.
+
+    Mirrors the SDK's Stream: an object with a truthy ``error`` key raises a stream error;
+    frames that are not JSON are skipped (keep-alive noise from some proxies).
+    """
+    from jucode.llm.sse import iter_sse
+
+    for _name, data in iter_sse(http.iter_bytes()):
+        if data.startswith("[DONE]"):
+            return
+        try:
+            obj = json.loads(data, object_hook=Event)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("error"):
+            raise _stream_api_error(obj["error"])
+        yield obj
 
 
 def as_dict(obj: Any) -> Any:

@@ -130,16 +130,57 @@ def check_fresh(ctx: ToolContext, path: str, data: bytes, tool: str) -> None:
 
 def write_bytes(path: str, data: bytes) -> None:
     """Write via a temp file + rename so a crash never leaves half a file behind."""
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
+    try:
+        _check_length(path)
+        _make_parents(os.path.dirname(path))
+    except OSError as exc:
+        raise ToolError(f"failed to create parent directories of {path}: {exc.strerror or exc}")
     tmp = f"{path}.jucode-tmp-{os.getpid()}"
     mode = None
     try:
         mode = os.stat(path).st_mode & 0o7777
     except OSError:
         pass
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ToolError(f"failed to write {path}: {exc.strerror or exc}")
+
+
+def _make_parents(parent: str) -> None:
+    """``os.makedirs`` without recursion: a model-supplied path thousands of levels deep must
+    end in an OS error (name too long), not a RecursionError."""
+    missing = []
+    cur = parent
+    while cur and not os.path.isdir(cur):
+        missing.append(cur)
+        up = os.path.dirname(cur)
+        if up == cur:
+            break
+        cur = up
+    for d in reversed(missing):
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+
+
+def _check_length(path: str) -> None:
+    """Refuse over-long paths before creating anything, so a failing write leaves no half-built
+    directory chain thousands of levels deep behind."""
+    import errno
+    try:
+        limit = os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        limit = 4096
+    if len(os.fsencode(path)) >= limit:
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))

@@ -194,7 +194,31 @@ def run_tool(spec: ToolSpec, raw_arguments: Any, ctx: ToolContext) -> Tuple[dict
         result = {"error": f"{spec.name} failed: {exc}"}
     if not isinstance(result, dict):
         result = {"error": f"{spec.name} returned a non-object result"}
-    return result, is_error_result(result)
+    return _serializable(result), is_error_result(result)
+
+
+def _serializable(result: dict) -> dict:
+    """The turn loop serializes results with orjson, which refuses integers beyond 64 bits (a
+    model can echo ``10**40`` back through any argument) and non-JSON types; rather than crash
+    the turn, such values become strings."""
+    import orjson
+    try:
+        orjson.dumps(result)
+        return result
+    except (TypeError, orjson.JSONEncodeError):
+        return _coerce(result)
+
+
+def _coerce(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _coerce(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_coerce(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+        return value
+    if isinstance(value, int):
+        return value if -2 ** 63 <= value < 2 ** 64 else str(value)
+    return str(value)
 
 
 def summary_for(name: str, args: Any) -> str:

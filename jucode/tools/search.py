@@ -103,9 +103,12 @@ def run_ripgrep(args: dict, ctx: ToolContext) -> dict:
         try:
             stdout = fallback_search(ctx.cwd, pattern, raw, glob, ignore_case, literal, context,
                                      ctx.interrupt)
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:
+            # a pathological pattern (thousands of nested groups) exhausts the stdlib parser's
+            # recursion: answer like rg's own parse error, not a crash
+            reason = exc if isinstance(exc, re.error) else "pattern is too deeply nested or too large"
             return {"pattern": pattern, "path": raw, "exit_code": 2, "stdout": "",
-                    "stderr": f"regex parse error: {exc}", "timed_out": False, "truncated": False}
+                    "stderr": f"regex parse error: {reason}", "timed_out": False, "truncated": False}
         code, stderr = (0 if stdout else 1), ""
     if code == 1:
         code, stdout = 0, "no matches found"

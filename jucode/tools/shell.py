@@ -387,8 +387,8 @@ def run_write_stdin(args: dict, ctx: ToolContext) -> dict:
         sid = int(sid)
     if isinstance(sid, str) and sid.strip().isdigit():
         sid = int(sid.strip())
-    if sid is None or isinstance(sid, bool) or not isinstance(sid, int):
-        raise ToolError("missing session_id")
+    if sid is None or isinstance(sid, bool) or not isinstance(sid, int) or not 0 <= sid < 2 ** 64:
+        raise ToolError("missing session_id")   # like upstream's u64 parse: anything else is missing
     text = args.get("text")
     if not isinstance(text, str) or text == "":
         text = args.get("chars") if isinstance(args.get("chars"), str) else ""
