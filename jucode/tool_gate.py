@@ -47,7 +47,7 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
             return GateDecision(None, raw_args, result={"error": "propose_plan is only available in plan mode"})
         mcp = ctx.settings.extra.get("mcp")
         if name.startswith("mcp__") and mcp is not None:
-            return GateDecision(None, raw_args, result={"error": mcp.missing_tool_error(name)})
+            return GateDecision(None, raw_args, result=mcp.missing_tool_error(name))
         alias = _resolve_alias(name)
         spec = specs.get(alias) if alias else None
     if spec is None:
