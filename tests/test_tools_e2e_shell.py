@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 
-from harness import EngineProc
 from test_tools_e2e_support import (call, eng, fco, full_access, out_obj, outputs, run_calls,  # noqa: F401
                                     server, start_engine, tool_names)
 
