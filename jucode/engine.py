@@ -232,7 +232,7 @@ class Engine(EngineControls):
         for p in staged + normalize_paths(images, self.cwd):
             reason = check_image(p)
             if reason:
-                self.emit({"type": "info", "message": f"skipped attachment {p}: {reason}"})
+                self.emit({"type": "info", "message": f"skipped attachment {reason}"})   # "<path>: why"
             else:
                 ok_images.append(p)
         ok_files = []

@@ -283,6 +283,8 @@ def _finish(ctx: TurnContext, call: dict, result) -> dict:
         except Exception:  # projection is best effort; the raw output still reaches the model
             log.exception("projection failed")
     item = {"type": "function_call_output", "call_id": call["call_id"], "output": model_out}
+    if err:
+        item["is_error"] = True          # Anthropic uses it; the Responses converter strips it
     ctx.emit({"type": "_tool_result", "call_id": call["call_id"], "name": name, "item": item,
               "image_item": image_item, "raw": raw, "is_error": err})
     ctx.emit({"type": "tool_output", "call_id": call["call_id"], "name": name, "output": raw, "is_error": err})

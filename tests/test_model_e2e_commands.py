@@ -123,9 +123,9 @@ def test_cost_with_cached_and_uncached_input(tmp_path, server):
         eng.wait_status("ready", start=m)
         cu = eng.since(m, "context_usage")[-1]
         assert cu["cost"] == pytest.approx(first + (3000 * 2.0 + 50 * 8.0) / 1e6, abs=1e-9)
-        info, _ = run_cmd(eng, "/context", "info")
-        lines = [e["message"] for e in eng.since(0, "info")]
-        tok = [ln for ln in lines if ln.startswith("context_tokens:")][0]
+        m = eng.send({"op": "command", "input": "/context"})
+        tok = eng.wait_for(lambda e: e.get("type") == "info" and e["message"].startswith("context_tokens:"),
+                           start=m)["message"]
         assert "api_usage_input=4000 api_usage_cached_input=400 api_usage_output=150 cost=$0.0086" in tok
     finally:
         eng.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any, Iterable, Optional
 
 from jucode.llm.base import ModelError, ModelRequest
@@ -29,14 +30,35 @@ def session_headers(session_id: str) -> dict:
 
 def make_client(api_key: Optional[str], base_url: str, default_headers: Optional[dict] = None,
                 default_query: Optional[dict] = None):
+    """One shared SDK client per (key, URL, headers, query).
+
+    Why cached: building ``openai.OpenAI`` creates an SSL context and a connection pool (~20 ms),
+    which every turn paid again; a shared client also reuses the keep-alive connection. The SDK
+    client is thread-safe, and timeouts are passed per request, so sharing is safe.
+    """
     import openai  # lazy: keeps engine startup fast
 
-    kwargs: dict = {"api_key": api_key or "unset", "base_url": base_url, "max_retries": 0}
-    if default_headers:
-        kwargs["default_headers"] = default_headers
-    if default_query:
-        kwargs["default_query"] = default_query
-    return openai.OpenAI(**kwargs)
+    key = (api_key or "unset", base_url,
+           tuple(sorted((k, repr(v)) for k, v in (default_headers or {}).items())),
+           tuple(sorted((default_query or {}).items())))
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is not None:
+            return client
+        kwargs: dict = {"api_key": api_key or "unset", "base_url": base_url, "max_retries": 0}
+        if default_headers:
+            kwargs["default_headers"] = default_headers
+        if default_query:
+            kwargs["default_query"] = default_query
+        client = openai.OpenAI(**kwargs)
+        if len(_clients) >= 8:
+            _clients.pop(next(iter(_clients)))
+        _clients[key] = client
+        return client
+
+
+_clients: dict = {}
+_clients_lock = threading.Lock()
 
 
 def timeout_for(request: ModelRequest):

@@ -11,9 +11,16 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from typing import Iterable, Optional, Sequence
-from xml.sax.saxutils import escape as _xml_escape
 
 from .instructions import InstructionFile
+
+
+def _xml_escape(text: str, entities: Optional[dict] = None) -> str:
+    """XML text escaping (xml.sax.saxutils would pull urllib and http into startup)."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for k, v in (entities or {}).items():
+        text = text.replace(k, v)
+    return text
 from .skills import Skill
 
 PROMPT_FILE = "prompt.txt"
