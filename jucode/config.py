@@ -80,6 +80,7 @@ class Config:
     path: Path
     data: dict = field(default_factory=dict)
     load_error: str | None = None          # set when config.json exists but does not parse
+    version: int = 0                       # bumped on every change, for cheap "did it change?" checks
 
     def get(self, key: str, default=None):
         if key in self.data:
@@ -90,6 +91,7 @@ class Config:
 
     def set(self, key: str, value) -> None:
         self.data[key] = value
+        self.version += 1
 
     def save(self) -> None:
         """Persist atomically, re-reading the file first so keys written by others survive."""
@@ -104,10 +106,12 @@ class Config:
             on_disk = {}
         on_disk.update(self.data)
         self.data = on_disk
+        self.version += 1
         atomic_write_text(self.path, json.dumps(on_disk, indent=2, ensure_ascii=False) + "\n")
 
     def update(self, **changes) -> None:
         self.data.update(changes)
+        self.version += 1
         self.save()
 
 
@@ -138,4 +142,5 @@ def reload_into(cfg: Config) -> str | None:
         return f"config.json is not valid JSON: {fresh.load_error}"
     cfg.data = fresh.data
     cfg.load_error = None
+    cfg.version += 1
     return None

@@ -108,6 +108,9 @@ class Engine(EngineControls):
         self._key_missing: Optional[bool] = None
         self._last_command_list: Optional[bytes] = None
         self.providers: dict = {}               # wire providers reused across turns (turn_setup)
+        self._model_status_key: Optional[tuple] = None
+        self._model_status: dict = {}
+        self._last_model_status_obj: Optional[dict] = None
 
     # -- output -----------------------------------------------------------------------------
     def attach_writer(self, write: Callable[[dict], None]) -> None:
@@ -207,8 +210,13 @@ class Engine(EngineControls):
         return "streaming"
 
     def model_status_event(self) -> dict:
-        from .models import model_status_fields
-        return dict({"type": "model_status"}, **model_status_fields(self, self.model_state()))
+        """Built only when an input changed: the 30 ms tick asks for it constantly."""
+        key = (self.model, self.effort, self.model_state(), self.config.version, self._key_missing)
+        if key != self._model_status_key:
+            from .models import model_status_fields
+            self._model_status = dict({"type": "model_status"}, **model_status_fields(self, key[2]))
+            self._model_status_key = (self.model, self.effort, key[2], self.config.version, self._key_missing)
+        return self._model_status
 
     # -- input ------------------------------------------------------------------------------
     def handle_line(self, raw: bytes) -> None:
@@ -292,7 +300,10 @@ class Engine(EngineControls):
         items = turn.ctx.settings.extra.pop("_input")
         prepare = turn.ctx.settings.extra.pop("_prepare_input", None)   # auto-compaction (session host)
         if prepare is not None:
-            items = prepare(turn.ctx, items)
+            try:
+                items = prepare(turn.ctx, items)
+            except Exception:  # compaction trouble must not leave the turn without an end
+                log.exception("preparing the turn input failed")
         run_turn(turn.ctx, items)
 
     # -- worker messages ----------------------------------------------------------------------
@@ -458,9 +469,10 @@ class Engine(EngineControls):
     # -- periodic work ---------------------------------------------------------------------------
     def tick(self) -> None:
         ms = self.model_status_event()
-        data = orjson.dumps(ms)
-        if data != self._last_model_status:
-            self.emit(ms)
+        if ms is not self._last_model_status_obj:
+            self._last_model_status_obj = ms
+            if orjson.dumps(ms) != self._last_model_status:
+                self.emit(ms)
         if self.turn is None and not self.exiting:
             if self.sessions.run_pending_retry():
                 return
