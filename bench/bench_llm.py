@@ -31,6 +31,9 @@ class TimedServer(FakeModelServer):
     def __init__(self):
         super().__init__()
         self.sent: list = []         # (time.time(), frame payload str)
+        # Without TCP_NODELAY the server's small header/chunk writes meet the client's delayed
+        # ACK and every turn waits ~40 ms: an artefact of the fake server, not of the engine.
+        self._httpd.RequestHandlerClass.disable_nagle_algorithm = True
 
     def _stream(self, h, events, reply):
         h.send_response(200)

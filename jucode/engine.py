@@ -193,6 +193,9 @@ class Engine(EngineControls):
         for msg in self._startup_errors:
             self.emit({"type": "error", "message": msg})
         self.ext.after_startup()
+        if self.config.get("prewarm", True) is not False:
+            from .models import prewarm
+            prewarm(self)      # tokenizer + SDK on a background thread, after the batch is out
 
     def model_info(self):
         from .models import resolve_model_info

@@ -199,6 +199,7 @@ class FakeModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True      # no 40 ms delayed-ACK stall per request
 
             def log_message(self, *a):
                 pass
