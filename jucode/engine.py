@@ -44,10 +44,9 @@ class EngineOptions:
                 o.chat = True
             elif a == "--demo":
                 o.demo = True
-            elif a == "--replay":
-                o.replay = next(it, None)
-            elif a.startswith("--replay="):
-                o.replay = a.split("=", 1)[1]
+            elif a == "--replay" or a.startswith("--replay="):
+                path = next(it, None) if a == "--replay" else a.split("=", 1)[1]
+                o.replay = os.path.abspath(path) if path else None   # before any chdir (--chat)
             elif a == "--approval-mode":
                 o.approval_mode = next(it, None)
             elif a.startswith("--approval-mode="):
@@ -288,8 +287,11 @@ class Engine(EngineControls):
         from .turn_setup import build_turn
         try:
             turn = build_turn(self, msg)
-        except TurnSetupError as e:
-            self.emit({"type": "error", "message": str(e)})
+        except Exception as e:  # a turn that cannot start still ends with a non-busy status
+            if not isinstance(e, TurnSetupError):
+                log.exception("turn setup failed")
+            self.emit({"type": "error", "message": str(e) if isinstance(e, TurnSetupError)
+                       else f"failed to start the turn: {e}"})
             self.emit({"type": "status", "message": "ready"})
             self.last_failed = True
             return

@@ -22,8 +22,12 @@ def provider_factory(engine, model: str):
     cfg = dict(engine.config.data)
     replay = engine.replay_script()
     if replay is not None:
+        from .engine import TurnSetupError
         from .llm.replay import ReplayProvider
-        provider = ReplayProvider.shared(replay)   # the script's progress spans turns
+        try:
+            provider = ReplayProvider.shared(replay)   # the script's progress spans turns
+        except Exception as e:
+            raise TurnSetupError(f"failed to load replay script {replay}: {e}") from e
         return lambda: provider
     from .engine import TurnSetupError
     api_key, base_url = credentials(engine)

@@ -164,10 +164,11 @@ def flow_goals_and_subagents(f: Flow) -> None:
 
 def flow_compaction(f: Flow) -> None:
     f.prompt("tell me a long story", timeout=30)
+    f.prompt("tell me another long story", timeout=30)
     m = f.command("/compact")
     f.wait(lambda e: e.get("type") in ("compaction_end", "compaction_failed"), m, 20)
     f.ready(m, 10)
-    f.prompt("tell me another long story", timeout=30)
+    f.prompt("tell me one more long story", timeout=30)
     m = f.command("/compact")
     f.wait(lambda e: e.get("type") in ("compaction_end", "compaction_failed"), m, 20)
 
