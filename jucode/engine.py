@@ -407,7 +407,7 @@ class Engine(EngineControls):
     def interrupt(self, quiet: bool = False) -> bool:
         turn = self.turn
         if turn is None:
-            return False
+            return self.sessions.interrupt_compaction()   # /compact runs without a turn
         turn.ctx.interrupt.set()
         for handle in list(turn.ctx.abort_handles):
             try:

@@ -23,15 +23,39 @@ TICK_SECONDS = 0.03
 
 
 class EventWriter:
-    """Serializes events, adds ``session``, writes one line and flushes. Main thread only."""
+    """Serializes events, adds ``session``, writes one line and flushes. Main thread only.
+
+    With ``JUCODE_STRICT_EVENTS=1`` (the test harness sets it) every event is checked against
+    ``events.EVENT_FIELDS``, the one list of event types and fields; a violation is logged and
+    reported as an ``error`` event starting with "protocol bug:" so tests catch it.
+    """
 
     def __init__(self, stream, session_getter=None):
         self._out = stream
         self._session = session_getter
         self._lock = threading.Lock()    # belt and braces: a debugger may call from elsewhere
         self.broken = False
+        self._strict = os.environ.get("JUCODE_STRICT_EVENTS") == "1"
+
+    def _check(self, ev: dict) -> None:
+        from .events import EVENT_FIELDS
+        allowed = EVENT_FIELDS.get(ev.get("type"))
+        bad = None
+        if allowed is None:
+            bad = f"unknown event type {ev.get('type')!r}"
+        else:
+            extra = [k for k in ev if k not in allowed and k not in ("type", "session")]
+            if extra:
+                bad = f"event {ev['type']!r} has undeclared fields {extra}"
+        if bad:
+            logging.getLogger("jucode.serve").error("protocol bug: %s", bad)
+            self._strict = False            # report once, without recursing
+            self.write({"type": "error", "message": f"protocol bug: {bad}"})
+            self._strict = True
 
     def write(self, ev: dict, with_session: bool = True) -> None:
+        if self._strict:
+            self._check(ev)
         if with_session and self._session is not None:
             ev = dict(ev)
             ev["session"] = self._session()

@@ -234,7 +234,7 @@ class Counter:
         self._loaded = threading.Event()
         self._started = False
         self._lock = threading.Lock()
-        self._memo: dict[str, int] = {}
+        self._memo: dict[bytes, int] = {}
 
     # -- loading -------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -321,20 +321,24 @@ class Counter:
         if enc is None:
             return sum(estimate_tokens(t) for t in texts)
         total = 0
-        todo = []
+        todo, todo_keys = [], []
         memo = self._memo
         for t in texts:
-            n = memo.get(t)
+            # Keyed by a digest, not the text: the memo must not become a second copy of the
+            # conversation (a 50-turn session would otherwise hold its context twice).
+            key = hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            n = memo.get(key)
             if n is None:
                 todo.append(t)
+                todo_keys.append(key)
             else:
                 total += n
         if todo:
             counts = enc.encode_batch(todo, allowed_special="all", num_threads=2) if len(todo) > 4 else \
                 [enc.encode(t, allowed_special="all") for t in todo]
-            if len(memo) > 8192:
+            if len(memo) > 65536:
                 memo.clear()
-            for t, toks in zip(todo, counts):
-                memo[t] = len(toks)
+            for key, toks in zip(todo_keys, counts):
+                memo[key] = len(toks)
                 total += len(toks)
         return total

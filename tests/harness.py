@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = ROOT / "jucode.py"
+PROTOCOL_BUGS: list[str] = []     # every "protocol bug:" error any engine reported (see conftest)
 
 
 class EngineProc:
@@ -39,7 +40,7 @@ class EngineProc:
                 (self.profile / "config.json").write_text(json.dumps(cfg, indent=2))
         e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "JUCODE_", "ANTHROPIC_"))}
         e.update({"HOME": str(self.home), "JUCODE_HOME": str(self.profile), "PYTHONUNBUFFERED": "1",
-                  "JUCODE_RETRY_BASE_MS": "20"})
+                  "JUCODE_STRICT_EVENTS": "1"})
         if api_key:
             e["OPENAI_API_KEY"] = api_key
         if server is not None:
@@ -142,7 +143,15 @@ class EngineProc:
         except OSError:
             return ""
 
+    def protocol_bugs(self) -> list[str]:
+        with self.cond:
+            return [e["message"] for e in self.events
+                    if e.get("type") == "error" and str(e.get("message", "")).startswith("protocol bug:")]
+
     def close(self) -> None:
+        bugs = self.protocol_bugs()
+        if bugs:
+            PROTOCOL_BUGS.extend(bugs)
         if self.proc.poll() is None:
             try:
                 self.send({"op": "shutdown"})
