@@ -408,12 +408,7 @@ class Engine(EngineControls):
         turn = self.turn
         if turn is None:
             return self.sessions.interrupt_compaction()   # /compact runs without a turn
-        turn.ctx.interrupt.set()
-        for handle in list(turn.ctx.abort_handles):
-            try:
-                handle()
-            except Exception:
-                log.exception("abort handle failed")
+        turn.ctx.interrupt.set()    # the stream and any shell command poll it and stop at once
         self.turn = None
         self._deny_all_approvals()
         self._requeue_unread(turn)

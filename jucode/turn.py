@@ -68,7 +68,6 @@ class TurnContext:
     profile_dir: str = ""
     config: dict = field(default_factory=dict)
     hooks: object = None                      # project hooks runner (pre/post tool use)
-    abort_handles: list = field(default_factory=list)
 
     def emit(self, ev: dict) -> None:
         ev = dict(ev)

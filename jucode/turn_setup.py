@@ -18,7 +18,9 @@ def credentials(engine):
 
 
 def provider_factory(engine, model: str):
-    """A zero-argument builder, so the SDK client is created on the worker thread."""
+    """A zero-argument builder for the turn's provider. Providers are cheap to construct (the
+    SDK client inside is made lazily, on the worker, at the first request) and are cached per
+    model and endpoint, so every turn and subagent shares one connection pool."""
     cfg = dict(engine.config.data)
     replay = engine.replay_script()
     if replay is not None:

@@ -145,3 +145,96 @@ def test_worktree_in_repo_and_plain_dir(tmp_path):
     plain.mkdir()
     d = prepare_worktree(str(plain), "t2")
     assert os.path.isdir(d) and os.listdir(d) == []
+
+
+# -- the 24-turn archive (SubagentsHost without an engine process) ------------------------------
+
+class _FakeEngine:
+    """Just what SubagentsHost touches when turns start and end."""
+
+    def __init__(self):
+        self._turn_seq = 0
+        self.approvals = {}
+        self.events = []
+
+    def emit(self, ev):
+        self.events.append(ev)
+
+
+def _run_turns(host, engine, n, first=0):
+    from types import SimpleNamespace
+    for t in range(first, first + n):
+        engine._turn_seq += 1
+        host.turn_extra({})
+        rec = AgentRecord(key=1000 + t, path=f"/root/a{t}", task_name=f"a{t}", parent="/root",
+                          message=f"task {t}", model="m", effort="low", tool_use_id=f"c{t}",
+                          turn_id=engine._turn_seq, state="running")
+        host.current.agents[rec.path] = rec
+        host._by_key[rec.key] = rec
+        host.turn_finished(SimpleNamespace(id=engine._turn_seq), None)
+
+
+def test_agents_of_24_earlier_turns_stay_listed_and_readable_the_25th_drops():
+    from jucode.subagents.host import SubagentsHost
+    from jucode.subagents.records import ARCHIVED_TURNS
+    assert ARCHIVED_TURNS == 24
+    engine = _FakeEngine()
+    host = SubagentsHost(engine)
+    _run_turns(host, engine, 25)
+    ids = [r["id"] for r in host.agent_runs_event()["agents"]]
+    assert ids == [f"/root/a{t}" for t in range(1, 25)]            # oldest first, a0 gone
+    assert all(r["state"] == "closed" for r in host.agent_runs_event()["agents"])
+    assert host.transcript_event("/root/a0") == {"type": "subagent_transcript", "agent_id": "/root/a0",
+                                                 "error": "unknown agent: /root/a0"}
+    for t in (1, 24):
+        ev = host.transcript_event(f"/root/a{t}")
+        assert ev["items"][0] == {"role": "user", "content": f"task {t}"}
+    assert 1000 not in host._by_key and 1001 in host._by_key        # routing keys pruned with it
+    # a turn that spawns nothing archives nothing; the 24 stay
+    engine._turn_seq += 1
+    host.turn_extra({})
+    from types import SimpleNamespace
+    host.turn_finished(SimpleNamespace(id=engine._turn_seq), None)
+    assert len(host.agent_runs_event()["agents"]) == 24
+    _run_turns(host, engine, 1, first=25)
+    ids = [r["id"] for r in host.agent_runs_event()["agents"]]
+    assert ids[0] == "/root/a2" and ids[-1] == "/root/a25" and len(ids) == 24
+
+
+def test_idle_tick_is_constant_time_and_pushes_nothing():
+    """While idle, tick only compares two counters: no row building, no deadline scan."""
+    from jucode.subagents.host import SubagentsHost
+    engine = _FakeEngine()
+    host = SubagentsHost(engine)
+    _run_turns(host, engine, 24)
+    host.tick()                                      # flush the pending lifecycle push
+    before = len(engine.events)
+
+    def boom():
+        raise AssertionError("agent_runs built while idle")
+    host.agent_runs_event = boom
+    for _ in range(1000):
+        host.tick()
+    assert len(engine.events) == before and host._timed == []
+
+
+def test_fork_source_is_the_callers_own_conversation():
+    from types import SimpleNamespace
+    from jucode.subagents.host import SubagentsHost
+    from jucode.subagents.records import Manager
+    session_items = [{"role": "user", "content": "session"}]
+    engine = SimpleNamespace(sessions=SimpleNamespace(request_items=lambda: list(session_items)))
+    host = SubagentsHost(engine)
+    mgr = Manager(turn_id=1)
+    kid = AgentRecord(key=1, path="/root/kid", task_name="kid", parent="/root", message="m", model="m",
+                      effort="", tool_use_id="", turn_id=1, state="running")
+    kid.conversation = [{"role": "user", "content": "kid task"}]
+    mgr.agents[kid.path] = kid
+    assert host._fork_source(mgr, "/root") == session_items
+    assert host._fork_source(mgr, "/root/kid") == [{"role": "user", "content": "kid task"}]
+    # the child's mirror follows its worker's messages
+    host._child_event(kid, {"type": "_response", "items": [{"type": "function_call", "call_id": "x"}],
+                            "usage": {}}, "_response")
+    host._child_event(kid, {"type": "_tool_result", "item": {"type": "function_call_output", "call_id": "x"},
+                            "image_item": None}, "_tool_result")
+    assert [i.get("call_id") for i in kid.conversation] == [None, "x", "x"]

@@ -157,7 +157,13 @@ def build_child_context(engine, host, rec: AgentRecord, instructions: str, input
     from .tools import subagent_tool_specs
 
     info = resolve_model_info(engine.config.data, rec.model)
+    # Upstream's children get the builtin tools plus MCP tools; goal, plan and other host
+    # tools stay with the root agent.
     specs = list(builtin_specs(engine.config.data)) + subagent_tool_specs(engine)
+    mcp = engine.ext.host("McpHost")
+    if mcp is not None:
+        taken = {s.name for s in specs}
+        specs += [s for s in mcp.tool_specs() if s.name not in taken]
     cap = int(info.max_output_tokens or 0)
     out_tokens = cap
     if max_output_tokens:
@@ -170,6 +176,8 @@ def build_child_context(engine, host, rec: AgentRecord, instructions: str, input
     isolated = rec.isolation == "worktree"
     block = context_block(rec.path, rec.workdir, isolated, engine.live.mode == "plan")
     extra = {"call_main": engine.run_on_main, "subagents": host}
+    if mcp is not None:
+        mcp.turn_extra(extra)              # the gate's "server gone" errors, as for the parent
     if isolated:
         extra["write_root"] = rec.workdir
     settings = TurnSettings(

@@ -44,6 +44,7 @@ class SubagentsHost:
         self._last_push = 0.0
         self._cond = threading.Condition()
         self._version = 0                  # bumps on state changes (wakes wait_agent)
+        self._timed: list = []             # live agents with a deadline: tick looks at these only
 
     # -- hooks: turns ------------------------------------------------------------------------------
     def tool_specs(self) -> list:
@@ -54,7 +55,7 @@ class SubagentsHost:
         # build_turn numbers the turn before it gathers extras, so this is the new turn's id.
         mgr = Manager(turn_id=self.engine._turn_seq)
         if self.current is not None and self.current.agents and self.current not in self.archive:
-            self.archive.append(self.current)
+            self._archive(self.current)
         self.current = mgr
         extra["subagents"] = self
 
@@ -79,8 +80,16 @@ class SubagentsHost:
                 self._close(rec, reason)
         mgr.closed = True
         if mgr.agents:
-            self.archive.append(mgr)
+            self._archive(mgr)
         self.current = None
+
+    def _archive(self, mgr: Manager) -> None:
+        """Keep a finished turn's agents listed; the oldest of ARCHIVED_TURNS turns drops out,
+        and with it its records' routing keys (so nothing grows over a long session)."""
+        if len(self.archive) == self.archive.maxlen:
+            for rec in self.archive[0].agents.values():
+                self._by_key.pop(rec.key, None)
+        self.archive.append(mgr)
 
     def close(self) -> None:
         """Shutdown: stop every child still running."""
@@ -175,17 +184,27 @@ class SubagentsHost:
         mgr = self._manager()
         if not rec.live:
             raise ValueError(f"agent is not running: {rec.path}")
-        items = fork_items(self.engine.sessions.request_items(), opts["fork"]) if opts["fork"] != "none" else []
+        items = fork_items(self._fork_source(mgr, rec.parent), opts["fork"]) if opts["fork"] != "none" else []
         ctx = build_child_context(self.engine, self, rec, mgr.instructions or "", items,
                                   max_tool_calls=opts["max_tool_calls"], timeout_secs=opts["timeout_secs"],
                                   max_output_tokens=opts["max_output_tokens"])
         rec.ctx = ctx
+        rec.conversation = list(ctx.settings.extra["_input"])
         if opts["timeout_secs"]:
             rec.deadline = time.monotonic() + float(opts["timeout_secs"])
+            self._timed.append(rec)
         rec.state = "running"
         self._lifecycle(rec, "running", "started")
         self.engine.pool.submit(run_child, ctx, rec.isolation == "worktree", name=f"subagent {rec.path}")
         return {"task_name": rec.task_name, "path": rec.path, "status": "running", "workdir": rec.workdir}
+
+    def _fork_source(self, mgr: Manager, caller: str) -> list:
+        """What fork_turns copies from: a child's own conversation when a child spawns,
+        the session's when the root agent does."""
+        parent = mgr.agents.get(caller)
+        if parent is not None:
+            return list(parent.conversation)
+        return self.engine.sessions.request_items()
 
     def wait_check(self, caller: str, targets) -> tuple[bool, dict]:
         mgr = self._manager()
@@ -266,12 +285,7 @@ class SubagentsHost:
         ctx = rec.ctx
         if ctx is None:
             return
-        ctx.interrupt.set()
-        for handle in list(ctx.abort_handles):
-            try:
-                handle()
-            except Exception:
-                log.exception("abort handle failed")
+        ctx.interrupt.set()     # streams and shell commands poll it and stop within ~50 ms
 
     def _deny_approvals(self, rec: AgentRecord) -> None:
         from ..approvals import ApprovalAnswer
@@ -286,6 +300,7 @@ class SubagentsHost:
         rec.completed_at_ms = now_ms()
         rec.error = error
         rec.trace.finish(state == "completed")
+        rec.conversation = []
         self._stop_worker(rec)
         self._deny_approvals(rec)
         self._lifecycle(rec, state, message or error or state)
@@ -346,6 +361,7 @@ class SubagentsHost:
                 if k in rec.usage:
                     rec.usage[k] += int(v or 0)
             texts = []
+            rec.conversation.extend(ev.get("items") or [])
             for item in ev.get("items") or []:
                 if item.get("type") == "function_call":
                     tr.remember_args(item.get("call_id") or "", item.get("arguments") or "")
@@ -356,7 +372,14 @@ class SubagentsHost:
             if text:
                 rec.last_text = text
         elif t == "_steered":
+            rec.conversation.append(ev["message"]["item"])
             tr.add_user(ev["message"].get("text") or "")
+        elif t == "_tool_result":
+            rec.conversation.append(ev["item"])
+            if ev.get("image_item"):
+                rec.conversation.append(ev["image_item"])
+        elif t == "_item":
+            rec.conversation.append(ev["item"])
         elif t == "assistant_delta":
             tr.delta("assistant", ev.get("delta") or "")
         elif t == "reasoning_delta":
@@ -394,23 +417,26 @@ class SubagentsHost:
 
     # -- periodic -------------------------------------------------------------------------------------
     def tick(self) -> None:
-        mgr = self.current
-        if mgr is not None:
-            self._check_deadlines(mgr)
+        if self._timed:
+            self._check_deadlines()
         if self._rev == self._pushed_rev:
             return
         now = time.monotonic()
         if self._lifecycle_pending or now - self._last_push >= PUSH_INTERVAL:
             self._push(now)
 
-    def _check_deadlines(self, mgr: Manager) -> None:
-        now = None
-        for rec in mgr.agents.values():
-            if rec.deadline is not None and rec.live and not rec.timed_out:
-                now = now or time.monotonic()
-                if now >= rec.deadline:
-                    rec.timed_out = True
-                    self._stop_worker(rec)
+    def _check_deadlines(self) -> None:
+        """An agent past its timeout_secs ends ``errored`` at once (its worker is stopped but
+        not waited for, so a wait_agent sees the timeout even if the worker is slow to unwind)."""
+        now = time.monotonic()
+        for rec in list(self._timed):
+            if not rec.live:
+                self._timed.remove(rec)
+            elif now >= rec.deadline:
+                self._timed.remove(rec)
+                rec.timed_out = True
+                self._set_final(rec, "errored", error="subagent timed out")
+                self._fold_usage(rec)
 
     def _push(self, now: float) -> None:
         self._pushed_rev = self._rev

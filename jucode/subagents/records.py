@@ -71,6 +71,10 @@ class AgentRecord:
     deadline: Optional[float] = None           # time.monotonic() limit (timeout_secs)
     timed_out: bool = False
     ctx: object = None                         # the child's TurnContext once running
+    # The child's own model conversation as its worker builds it (input, responses, tool
+    # outputs, mail), mirrored on the main thread from its wrapped events: what a grandchild
+    # spawned with fork_turns inherits. Emptied when the agent ends.
+    conversation: list = field(default_factory=list)
     trace: AgentTrace = None                   # type: ignore[assignment]
 
     def __post_init__(self):
