@@ -11,6 +11,8 @@ Compaction has three entry points, all ending in :meth:`SessionHost._apply_outco
 main thread: ``/compact`` and the overflow retry run as a pool job while :meth:`busy` holds new
 turns back; automatic compaction runs inside the turn's worker before its first request
 (:meth:`auto_compact_step`, installed by the session commands host through ``turn_extra``).
+``interrupt`` stops either: the pool job through :meth:`interrupt_compaction` (the engine calls
+it when no turn runs), the automatic one through the turn's own interrupt flag.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class SessionHost:
         self._counter = None
         self._write_failed = False
         self.compacting = False
+        self._compact_cancel: Optional[threading.Event] = None   # the running /compact's, if any
         self.overflow_retried = False
         self.pending_retry = False
 
@@ -222,17 +225,40 @@ class SessionHost:
         store = self.store
         path = list(store.active_path()) if store is not None else []
         counter = self.counter()
-        cancel = threading.Event()
+        cancel = self._compact_cancel = threading.Event()
         self.compacting = True
 
+        def emit(ev: dict) -> None:
+            # Through the main thread, dropped once interrupted: no progress after the failure.
+            engine.call_soon(lambda: None if cancel.is_set() else engine.emit(ev))
+
         def job():
-            out = run_compaction(path, engine.cwd, counter.count_text, settings, cancel, engine.post)
-            engine.call_soon(lambda: self._compaction_done(store, out, then))
+            out = run_compaction(path, engine.cwd, counter.count_text, settings, cancel, emit)
+            engine.call_soon(lambda: self._compaction_done(store, out, then, cancel))
         engine.pool.submit(job, name="compact")
         return True
 
-    def _compaction_done(self, store, out, then) -> None:
+    def interrupt_compaction(self) -> bool:
+        """``interrupt`` while ``/compact`` (or the overflow retry's compaction) runs: cancel the
+        summarizer request (the provider drops the connection), keep the session uncompacted and
+        end at once with ``compaction_failed {error: "interrupted"}`` + ``status interrupted``,
+        so a front-end closes its compaction display like any interrupted request. The
+        overflow retry's re-run is dropped. False when nothing was compacting (no-op)."""
+        cancel = self._compact_cancel
+        if not self.compacting or cancel is None:
+            return False
+        cancel.set()
+        self._compact_cancel = None
+        self.compacting = False
+        self.engine.emit({"type": "compaction_failed", "error": "interrupted"})
+        self.engine.emit({"type": "status", "message": "interrupted"})
+        return True
+
+    def _compaction_done(self, store, out, then, cancel: threading.Event) -> None:
         engine = self.engine
+        if cancel.is_set():
+            return                              # interrupted: already reported
+        self._compact_cancel = None
         self.compacting = False
         if out.plan is None and out.error is None:
             if then is None:
@@ -334,6 +360,8 @@ class SessionHost:
         return True
 
     def close(self) -> Optional[str]:
+        if self._compact_cancel is not None:
+            self._compact_cancel.set()
         store, self.store = self.store, None
         if store is not None:
             try:

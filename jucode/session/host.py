@@ -17,10 +17,33 @@ log = logging.getLogger("jucode.session")
 
 
 class SessionCommandsHost:
-    """Hooks for the engine: automatic compaction before a turn's first request."""
+    """Hooks for the engine: automatic compaction before a turn's first request, and resume
+    summaries once the engine has been idle for a while."""
 
     def __init__(self, engine):
+        from .resume_summary import ResumeSummarizer
         self.engine = engine
+        self.resume_summaries = ResumeSummarizer(engine)
+
+    # -- resume summaries (see .resume_summary): armed by activity, started when idle ------------
+    def turn_finished(self, turn, error) -> None:
+        self.resume_summaries.activity()
+
+    def turn_interrupted(self, turn) -> None:
+        self.resume_summaries.activity()
+
+    def session_switched(self) -> None:
+        self.resume_summaries.disarm()
+
+    def idle_tick(self) -> bool:
+        self.resume_summaries.idle_tick()
+        return False                          # background work only: never blocks goal turns
+
+    def tick(self) -> None:
+        self.resume_summaries.tick()
+
+    def close(self) -> None:
+        self.resume_summaries.disarm()
 
     def turn_extra(self, extra: dict) -> None:
         engine = self.engine
