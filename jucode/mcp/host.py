@@ -20,6 +20,7 @@ from ..commands import Command, command
 from ..messages import QueuedMessage
 from .client import McpError
 from .manager import CHANGED_MARKER, McpManager
+from .oauth import McpTokenStore
 from .slash import mcp_slash_command
 
 log = logging.getLogger("jucode.mcp")
@@ -35,7 +36,10 @@ class McpHost:
     def __init__(self, engine):
         self.engine = engine
         self.manager = McpManager(engine.config.get("mcp_servers") or [], engine.cwd, engine.post,
-                                  save_config=self.save_config, connect=False)
+                                  save_config=self.save_config, connect=False,
+                                  token_store=_token_store(engine))
+        self._config_version = engine.config.version
+        self._config_errors = list(self.manager.config_errors)
 
     # -- startup ---------------------------------------------------------------------------
     def servers_view(self) -> list:
@@ -47,6 +51,27 @@ class McpHost:
 
     def after_startup(self) -> None:
         self.manager.start()
+
+    # -- live config -----------------------------------------------------------------------
+    def tick(self) -> None:
+        """Follow config.json edits: the project watcher reloads ``engine.config`` in place and
+        bumps its version; an unchanged version costs one comparison per tick."""
+        version = self.engine.config.version
+        if version == self._config_version:
+            return
+        self._config_version = version
+        self.sync_config()
+
+    def sync_config(self) -> None:
+        """Apply the current ``mcp_servers`` to the manager (only changed servers are touched;
+        its own ``mcp_servers`` view and ``_mcp_changed`` marker follow when anything did).
+        New invalid entries are reported once, not on every later reload."""
+        entries = self.engine.config.get("mcp_servers")
+        _, errors = self.manager.apply_config(entries if entries is not None else [])
+        fresh = [e for e in errors if e not in self._config_errors]
+        self._config_errors = list(errors)
+        for msg in fresh:
+            self.engine.emit({"type": "error", "message": msg})
 
     # -- turns -----------------------------------------------------------------------------
     def tool_specs(self) -> list:
@@ -140,6 +165,12 @@ class McpHost:
 
     def close(self) -> None:
         self.manager.close()
+
+
+def _token_store(engine) -> Optional[McpTokenStore]:
+    """HTTP servers' OAuth tokens live in the profile's auth.json (no profile: no tokens)."""
+    profile = getattr(engine, "profile", None)
+    return McpTokenStore(profile) if profile is not None else None
 
 
 def _host(engine) -> Optional[McpHost]:

@@ -15,34 +15,23 @@ import functools
 import logging
 import threading
 import weakref
-from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..events import info, status
+from ..events import info
 from ..tools.base import GATE_MCP, ToolContext, ToolSpec, text_result
 from .client import McpClient, McpError
-from .config import McpConfigError, McpServerConfig, apply_mcp_op, parse_server, parse_servers
+from .config import McpConfigError, McpServerConfig, parse_servers
+from .reconfigure import ConfigChanges
 from .render import parse_prompt_args, prompt_args_label, render_prompt, render_tool_result
 from .resources import list_resources_result, read_resource_result
+from .slots import CHANGED_MARKER, CONNECTED, CONNECTING, DISABLED, FAILED, Slot as _Slot
 from .transport import HttpTransport, StdioTransport, TransportError
 
 log = logging.getLogger("jucode.mcp")
 
-DISABLED, CONNECTING, CONNECTED, FAILED = "disabled", "connecting", "connected", "failed"
-CHANGED_MARKER = "_mcp_changed"
 LIST_RESOURCES, READ_RESOURCE = "list_resources", "read_resource"
 
 Emit = Callable[[dict], None]
-
-
-@dataclass
-class _Slot:
-    config: McpServerConfig
-    state: str = DISABLED
-    error: str = ""
-    client: Optional[McpClient] = None
-    generation: int = 0
-    refreshing: bool = False
 
 
 def _tool_name(server: str, tool: str) -> str:
@@ -67,11 +56,12 @@ def _run_spec(run, name: str, args: dict, ctx: ToolContext) -> dict:
     return run(name, args, ctx)
 
 
-class McpManager:
+class McpManager(ConfigChanges):
     """Owns one :class:`McpClient` per enabled server. All public methods are thread-safe."""
 
     def __init__(self, config_servers, cwd: str, emit: Emit,
-                 save_config: Optional[Callable[[dict], None]] = None, connect: bool = True):
+                 save_config: Optional[Callable[[dict], None]] = None, connect: bool = True,
+                 token_store=None):
         """``config_servers``: raw ``mcp_servers`` entries (or parsed configs). Never blocks.
 
         ``connect=False`` only marks enabled servers ``connecting`` and leaves spawning them to
@@ -81,6 +71,7 @@ class McpManager:
         """
         self.cwd = cwd
         self._emit = emit
+        self.token_store = token_store           # oauth.McpTokenStore: bearer for HTTP servers
         self.save_config = save_config
         self._lock = threading.RLock()
         self._emit_lock = threading.Lock()
@@ -133,7 +124,10 @@ class McpManager:
 
     def _make_transport(self, cfg: McpServerConfig):
         if cfg.transport == "http":
-            return HttpTransport(cfg.name, cfg.url, cfg.headers, cfg.timeout_seconds)
+            auth = None
+            if self.token_store is not None:
+                auth = functools.partial(self.token_store.bearer, cfg.name, cfg.oauth)
+            return HttpTransport(cfg.name, cfg.url, cfg.headers, cfg.timeout_seconds, auth=auth)
         return StdioTransport(cfg.name, cfg.command, cfg.args, cfg.env, self.cwd)
 
     def _connect(self, slot: _Slot, gen: int) -> None:
@@ -444,107 +438,6 @@ class McpManager:
         except ValueError as exc:
             raise McpError(str(exc)) from None
         return render_prompt(client.get_prompt(local, arguments))
-
-    # ---- configuration changes -----------------------------------------------------------
-
-    def set_server(self, entry) -> None:
-        """Add or replace a server (raw entry or parsed config) and (re)connect it."""
-        cfg = entry if isinstance(entry, McpServerConfig) else parse_server(entry)
-        with self._lock:
-            old = self._slots.get(cfg.name)
-            slot = _Slot(config=cfg, generation=(old.generation + 1) if old else 0)
-            self._slots[cfg.name] = slot       # keeps the old position when replacing
-            old_client = old.client if old else None
-            if old:
-                old.client = None
-        if old_client is not None:
-            self._close_later(old_client)
-        if cfg.enabled:
-            self._start_connect(slot)
-        self._notify(None)
-
-    def remove(self, name: str) -> bool:
-        with self._lock:
-            slot = self._slots.pop(name, None)
-            client = slot.client if slot else None
-            if slot:
-                slot.client = None
-        if slot is None:
-            return False
-        if client is not None:
-            self._close_later(client)
-        self._notify(None)
-        return True
-
-    def toggle(self, name: str, enabled: bool) -> bool:
-        with self._lock:
-            slot = self._slots.get(name)
-            if slot is None:
-                return False
-            slot.config.enabled = enabled
-            client = None
-            if not enabled:
-                slot.generation += 1
-                client, slot.client = slot.client, None
-                slot.state, slot.error = DISABLED, ""
-        if client is not None:
-            self._close_later(client)
-        if enabled and slot.state in (DISABLED, FAILED):
-            self._start_connect(slot)
-        self._notify(None)
-        return True
-
-    def reload(self, name: Optional[str] = None) -> list:
-        """Reconnect one enabled server (or all); returns the names being reconnected."""
-        with self._lock:
-            if name is not None and name not in self._slots:
-                raise McpError(f"unknown MCP server: {name}")
-            slots = [s for n, s in self._slots.items()
-                     if (name is None or n == name) and s.config.enabled]
-            old = []
-            for slot in slots:
-                slot.generation += 1
-                if slot.client is not None:
-                    old.append(slot.client)
-                    slot.client = None
-                slot.state = CONNECTING
-        for client in old:
-            self._close_later(client)
-        for slot in slots:
-            self._start_connect(slot)
-        if slots:
-            self._notify(None)
-        return [s.config.name for s in slots]
-
-    def handle_op(self, op: dict, config: dict,
-                  save: Optional[Callable[[dict], None]] = None) -> list:
-        """Serve's ``mcp_list``/``mcp_set``/``mcp_remove``/``mcp_toggle``: events to emit.
-
-        ``save(new_config)`` persists config.json (atomically, by the engine); if it raises,
-        nothing changes and ``failed to save config: <e>`` is returned.
-        """
-        if op.get("op") == "mcp_list":
-            return [{"type": "mcp_servers", "servers": self.servers_view()}]
-        result = apply_mcp_op(config, op)
-        if result.error:
-            return [{"type": "error", "message": result.error}]
-        save = save or self.save_config
-        if save is not None:
-            try:
-                save(result.config)
-            except Exception as exc:
-                return [{"type": "error", "message": f"failed to save config: {exc}"}]
-        events: list = []
-        if result.action == "set":
-            self.set_server(result.server)
-        elif result.action == "remove":
-            self.remove(result.name)
-        elif result.action == "toggle":
-            self.toggle(result.name, bool(result.enabled))
-            events.append(status(f"MCP server {result.name} "
-                                 f"{'enabled' if result.enabled else 'disabled'}"))
-        events.append({"type": "mcp_servers", "servers": self.servers_view()})
-        return events
 
     def close(self) -> None:
         """Disconnect everything; every stdio child (and its process group) is killed."""

@@ -219,10 +219,17 @@ class HttpTransport:
     No GET stream is opened (upstream doesn't either): server-initiated messages arrive only
     on a POST's SSE reply. ``mcp-session-id`` from the server is echoed on later requests;
     ``mcp-protocol-version`` is sent once negotiated.
+
+    ``auth(rejected)`` (optional) returns the bearer token to send, or None for no
+    ``Authorization`` header; after a 401 it is asked again with the rejected token and the
+    request is retried once if that yields a different one (an OAuth refresh).
     """
 
-    def __init__(self, name: str, url: str, headers: dict, timeout: float):
+    def __init__(self, name: str, url: str, headers: dict, timeout: float,
+                 auth: Optional[Callable[[Optional[str]], Optional[str]]] = None):
         self.name = name
+        self.auth = auth
+        self._token: Optional[str] = None      # last bearer sent (never logged)
         self.url = url
         self.extra_headers = dict(headers or {})
         self.timeout = timeout
@@ -242,10 +249,12 @@ class HttpTransport:
         self._on_message = on_message
         self._on_closed = on_closed
 
-    def _headers(self) -> dict:
+    def _headers(self, token: Optional[str] = None) -> dict:
         headers = {"Accept": "application/json, text/event-stream",
                    "Content-Type": "application/json"}
         headers.update(self.extra_headers)
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version:
@@ -274,12 +283,39 @@ class HttpTransport:
         import requests
 
         body = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        resp = None
         try:
-            resp = self._session.post(self.url, data=body, headers=self._headers(), stream=True,
-                                      timeout=(min(self.timeout, 30), self.timeout + 5))
+            token = self._bearer(None)
+            resp = self._send_post(body, token)
+            if resp is not None and resp.status_code == 401 and self.auth is not None:
+                fresh = self._bearer(token)          # refresh once, then retry once
+                if fresh and fresh != token:
+                    resp.close()
+                    resp = self._send_post(body, fresh)
         except requests.RequestException as exc:
             self._fail(msg, f"HTTP request failed: {exc}")
             return
+        except Exception as exc:                     # McpAuthError: its text holds no secret
+            if resp is not None:
+                resp.close()
+            self._fail(msg, str(exc))
+            return
+        self._read_reply(msg, resp)
+
+    def _send_post(self, body: bytes, token: Optional[str]):
+        return self._session.post(self.url, data=body, headers=self._headers(token), stream=True,
+                                  timeout=(min(self.timeout, 30), self.timeout + 5))
+
+    def _bearer(self, rejected: Optional[str]) -> Optional[str]:
+        if self.auth is None:
+            return None
+        token = self.auth(rejected)
+        self._token = token
+        return token
+
+    def _read_reply(self, msg: dict, resp) -> None:
+        import requests
+
         try:
             sid = resp.headers.get("mcp-session-id")
             if sid:
@@ -335,7 +371,7 @@ class HttpTransport:
             return
         if self.session_id:
             try:
-                session.delete(self.url, headers=self._headers(), timeout=min(grace + 0.5, 2.0))
+                session.delete(self.url, headers=self._headers(self._token), timeout=min(grace + 0.5, 2.0))
             except Exception:                  # best effort: the server may already be gone
                 pass
         session.close()

@@ -1,13 +1,18 @@
 """Read-only navigation tools: ``ls``, ``ripgrep`` and ``outline``.
 
-``ripgrep`` uses the real ``rg`` when it is on PATH; otherwise a pure-Python walker produces
-the same line format (``path:line:text``, ``path-line-text`` for context, ``--`` between
-groups) so the model never notices which one ran.
+``ripgrep`` runs the real ``rg`` (upstream's exact argv) when it is on PATH; otherwise the
+pure-Python walker in ``search_fallback`` produces the same result for the same inputs: same
+line format, same ``no matches found``/exit codes, same ignore-file, hidden-file, glob and
+binary rules, and the post-processing here (``limit`` truncation and hints) is shared by both.
+The precise remaining differences (file order, regex dialect, global git excludes) are listed
+in ``search_fallback``'s docstring.
+
+Forcing the fallback (tests, or a broken rg): set ``JUCODE_NO_RG=1`` in the environment, or
+``FORCE_FALLBACK = True`` on this module. ``.ci/install-tools.sh`` installs Debian's ripgrep.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import shutil
@@ -15,6 +20,7 @@ import subprocess
 from typing import List, Optional
 
 from .base import ToolContext, ToolError
+from . import search_fallback
 from .common import get_int, get_str, resolve
 
 LS_DEFAULT_LIMIT = 1000
@@ -22,6 +28,8 @@ OUTLINE_DEFAULT_LIMIT = 200
 RG_TIMEOUT = 30
 LARGE_LINES = 200
 LARGE_BYTES = 128 * 1024
+# Set True (or export JUCODE_NO_RG=1) to use the pure-Python search even when rg exists.
+FORCE_FALLBACK = False
 SYMBOL_PREFIXES = ("fn ", "pub fn ", "struct ", "pub struct ", "enum ", "pub enum ", "trait ",
                    "pub trait ", "impl ", "func ", "type ", "class ", "export function ",
                    "function ", "export class ")
@@ -77,6 +85,19 @@ def _rg_args(pattern, path, glob, ignore_case, literal, context) -> List[str]:
     return cmd + ["-e", pattern, path]
 
 
+def rg_binary() -> Optional[str]:
+    """Path of the rg to run, or None when the fallback must be used."""
+    if FORCE_FALLBACK or os.environ.get("JUCODE_NO_RG", "") not in ("", "0"):
+        return None
+    return shutil.which("rg")
+
+
+def _timed_out(pattern: str, raw: str) -> dict:
+    return {"pattern": pattern, "path": raw, "exit_code": None, "stdout": "", "stderr": "",
+            "timed_out": True, "truncated": False, "warning": "ripgrep timed out",
+            "suggestion": "narrow the path or glob"}
+
+
 def run_ripgrep(args: dict, ctx: ToolContext) -> dict:
     pattern = get_str(args, "pattern")
     raw = args.get("path") if isinstance(args.get("path"), str) and args.get("path") else "."
@@ -86,34 +107,44 @@ def run_ripgrep(args: dict, ctx: ToolContext) -> dict:
     context = min(get_int(args, "contextLines", 0), 1000)
     limit = get_int(args, "limit")
     resolve(ctx, raw)
-    rg = shutil.which("rg")
+    rg = rg_binary()
     if rg:
         cmd = _rg_args(pattern, raw, glob, ignore_case, literal, context)
+        cmd[0] = rg
         try:
             proc = subprocess.run(cmd, cwd=ctx.cwd, stdin=subprocess.DEVNULL, capture_output=True,
                                   timeout=RG_TIMEOUT)
         except subprocess.TimeoutExpired:
-            return {"pattern": pattern, "path": raw, "exit_code": None, "stdout": "", "stderr": "",
-                    "timed_out": True, "truncated": False, "warning": "ripgrep timed out",
-                    "suggestion": "narrow the path or glob"}
+            return _timed_out(pattern, raw)
         code = proc.returncode
         stdout = proc.stdout.decode("utf-8", "replace")
         stderr = proc.stderr.decode("utf-8", "replace")
     else:
         try:
-            stdout = fallback_search(ctx.cwd, pattern, raw, glob, ignore_case, literal, context,
-                                     ctx.interrupt)
+            code, stdout, stderr = search_fallback.search(ctx.cwd, pattern, raw, glob, ignore_case,
+                                                          literal, context, ctx.interrupt, RG_TIMEOUT)
+        except search_fallback.SearchTimeout:
+            return _timed_out(pattern, raw)
         except (re.error, RecursionError, OverflowError) as exc:
             # a pathological pattern (thousands of nested groups) exhausts the stdlib parser's
             # recursion: answer like rg's own parse error, not a crash
             reason = exc if isinstance(exc, re.error) else "pattern is too deeply nested or too large"
             return {"pattern": pattern, "path": raw, "exit_code": 2, "stdout": "",
                     "stderr": f"regex parse error: {reason}", "timed_out": False, "truncated": False}
-        code, stderr = (0 if stdout else 1), ""
+    return shape_result(pattern, raw, code, stdout, stderr, limit)
+
+
+def shape_result(pattern: str, raw: str, code: int, stdout: str, stderr: str,
+                 limit: Optional[int]) -> dict:
+    """rg's (exit code, stdout, stderr) → the tool result; shared by rg and the fallback so
+    truncation and hints can never differ between them. Lines split on ``\\n`` only: a CRLF
+    or form-feed inside a matched line is content, not a line break."""
     if code == 1:
         code, stdout = 0, "no matches found"
     truncated = False
-    lines = stdout.splitlines()
+    lines = stdout.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     if limit is not None and len(lines) > limit:
         stdout = "\n".join(lines[:limit]) + ("\n" if limit else "")
         truncated = True
@@ -126,71 +157,3 @@ def run_ripgrep(args: dict, ctx: ToolContext) -> dict:
         res["warning"] = "large ripgrep output without a line limit"
         res["suggestion"] = "pass limit, a narrower path, or a glob"
     return res
-
-
-def _glob_ok(rel: str, glob: Optional[str]) -> bool:
-    if not glob:
-        return True
-    neg = glob.startswith("!")
-    g = glob[1:] if neg else glob
-    target = rel if "/" in g else rel.rsplit("/", 1)[-1]
-    hit = fnmatch.fnmatch(target, g) or (g.startswith("**/") and fnmatch.fnmatch(rel, g[3:]))
-    return not hit if neg else hit
-
-
-def _walk(root: str):
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "node_modules")
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                yield os.path.join(dirpath, name)
-
-
-def fallback_search(cwd, pattern, raw_path, glob, ignore_case, literal, context, interrupt=None) -> str:
-    """Pure-Python stand-in for rg (hidden files skipped, binary files skipped)."""
-    flags = re.IGNORECASE if ignore_case else 0
-    rx = re.compile(re.escape(pattern) if literal else pattern, flags)
-    base = os.path.join(cwd, raw_path) if not os.path.isabs(raw_path) else raw_path
-    single = os.path.isfile(base)
-    files = [base] if single else _walk(base)
-    out: List[str] = []
-    for f in files:
-        if interrupt is not None and interrupt.is_set():
-            break
-        rel_to_base = os.path.relpath(f, base).replace(os.sep, "/") if not single else os.path.basename(f)
-        if not single and not _glob_ok(rel_to_base, glob):
-            continue
-        try:
-            with open(f, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        if b"\0" in data[:8192]:
-            continue
-        text_lines = data.decode("utf-8", "replace").splitlines()
-        hits = [i for i, line in enumerate(text_lines) if rx.search(line)]
-        if not hits:
-            continue
-        label = "" if single else (raw_path.rstrip("/") + "/" + rel_to_base if raw_path != "." else
-                                   "./" + rel_to_base)
-        _emit(out, label, text_lines, hits, context)
-    return "".join(out)
-
-
-def _emit(out: List[str], label: str, lines: List[str], hits: List[int], context: int) -> None:
-    pre = f"{label}:" if label else ""
-    ctx_pre = f"{label}-" if label else ""
-    if not context:
-        for i in hits:
-            out.append(f"{pre}{i + 1}:{lines[i]}\n")
-        return
-    hitset = set(hits)
-    shown = sorted({j for i in hits for j in range(max(0, i - context), min(len(lines), i + context + 1))})
-    if out:
-        out.append("--\n")
-    prev = None
-    for j in shown:
-        if prev is not None and j != prev + 1:
-            out.append("--\n")
-        out.append(f"{pre if j in hitset else ctx_pre}{j + 1}{':' if j in hitset else '-'}{lines[j]}\n")
-        prev = j
