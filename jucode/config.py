@@ -32,24 +32,9 @@ NEW_INSTALL_DEFAULTS: dict = {
     "mcp_servers": [],
 }
 
-# Defaults for keys absent from an existing file (upstream's "absent" column).
-ABSENT_DEFAULTS: dict = {
-    "provider": "openai",
-    "protocol": "",
-    "model": "gpt-5",
-    "reasoning_effort": "medium",
-    "api_key_env": "OPENAI_API_KEY",
-    "approval_mode": "manual",
-    "retry_attempts": 5,
-    "connect_timeout_seconds": 30,
-    "read_timeout_seconds": 300,
-    "compaction_threshold_percent": 75,
-    "include_project_instructions": True,
-    "edit_tools": ["hashline_edit"],
-    "subagent_models": [],
-    "mcp_servers": [],
-    "models": [],
-}
+# Defaults for keys absent from an existing file (upstream's "absent" column): the same as a new
+# install except for these.
+ABSENT_DEFAULTS: dict = {**NEW_INSTALL_DEFAULTS, "protocol": "", "model": "gpt-5", "models": []}
 
 
 def profile_dir() -> Path:

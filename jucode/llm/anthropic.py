@@ -161,7 +161,6 @@ class AnthropicProvider(Provider):
         self.api_key = api_key
         self.base_url = (base_url or OFFICIAL_HOST).rstrip("/")
         self.extra_headers = dict(extra_headers or {})
-        self._handle: Optional[StreamHandle] = None
 
     @property
     def url(self) -> str:
@@ -235,17 +234,8 @@ class AnthropicProvider(Provider):
 
     def stream(self, request: ModelRequest, sink: Sink, cancel: threading.Event) -> ModelResponse:
         body = self.build_body(request)
-        handle = StreamHandle()
-        self._handle = handle
-        try:
-            return self._consume(pumped(lambda h: self._open(request, body, h), cancel, handle), sink)
-        finally:
-            self._handle = None
-
-    def abort(self) -> None:
-        h = self._handle
-        if h is not None:
-            threading.Thread(target=h.close, daemon=True).start()
+        handle = StreamHandle()     # per request: providers are shared by concurrent turns
+        return self._consume(pumped(lambda h: self._open(request, body, h), cancel, handle), sink)
 
     # -- parsing -----------------------------------------------------------------------------------
     def _consume(self, events, sink: Sink) -> ModelResponse:

@@ -139,7 +139,6 @@ class ChatProvider(Provider):
         self.extra_headers = dict(extra_headers or {})
         self._client = None
         self._client_lock = threading.Lock()
-        self._handle: Optional[StreamHandle] = None
 
     @property
     def url(self) -> str:
@@ -173,18 +172,9 @@ class ChatProvider(Provider):
         kwargs = {"model": model, "messages": messages, "stream": True, "extra_body": body,
                   "extra_headers": session_headers(request.session_id), "timeout": timeout_for(request)}
         create = self.client().chat.completions.with_raw_response.create
-        handle = StreamHandle()
-        self._handle = handle
-        try:
-            events = pumped(lambda h: open_sdk_stream(create, kwargs, h, self.label, self.url), cancel, handle)
-            return self._consume(events, sink)
-        finally:
-            self._handle = None
-
-    def abort(self) -> None:
-        h = self._handle
-        if h is not None:
-            threading.Thread(target=h.close, daemon=True).start()
+        handle = StreamHandle()     # per request: providers are shared by concurrent turns
+        events = pumped(lambda h: open_sdk_stream(create, kwargs, h, self.label, self.url), cancel, handle)
+        return self._consume(events, sink)
 
     def _consume(self, events, sink: Sink) -> ModelResponse:
         text: list = []

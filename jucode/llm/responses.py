@@ -96,7 +96,6 @@ class ResponsesProvider(Provider):
         self.account_id = account_id
         self._client = None
         self._client_lock = threading.Lock()
-        self._handle: Optional[StreamHandle] = None
 
     # -- wiring ----------------------------------------------------------------------------------
     @property
@@ -164,20 +163,10 @@ class ResponsesProvider(Provider):
             headers["Authorization"] = openai.Omit()   # Azure authenticates with api-key only
         kwargs = {"model": model, "stream": True, "extra_body": body,
                   "extra_headers": headers, "timeout": timeout_for(request)}
-        handle = StreamHandle()
-        self._handle = handle
+        handle = StreamHandle()     # per request: providers are shared by concurrent turns
         create = client.responses.with_raw_response.create
-        try:
-            events = pumped(lambda h: open_sdk_stream(create, kwargs, h, self.label, self.url), cancel, handle)
-            return self._consume(events, sink)
-        finally:
-            self._handle = None
-
-    def abort(self) -> None:
-        """Close the in-flight request from any thread (the cancel event is the usual route)."""
-        h = self._handle
-        if h is not None:
-            threading.Thread(target=h.close, daemon=True).start()
+        events = pumped(lambda h: open_sdk_stream(create, kwargs, h, self.label, self.url), cancel, handle)
+        return self._consume(events, sink)
 
     def _consume(self, events, sink: Sink) -> ModelResponse:
         added: dict = {}          # output_index/item_id -> partial item dict
