@@ -184,7 +184,7 @@ def main() -> int:
           f"{sm['journal_growth_kb']:.0f} KiB (target: less)")
     sc = session_memory(50, count=True)
     print(f"50 turns, store + token counter memo: heap grew {sc['heap_growth_kb']:.0f} KiB "
-          f"(the memo keys every item's JSON text)")
+          f"(the memo keeps a 16-byte digest and a count per item)")
     mem = engine_memory(50)
     print(f"50 turns, whole engine (informative): RSS grew {mem['rss_growth_kb']:.0f} KiB, journal grew "
           f"{mem['journal_growth_kb']:.0f} KiB (total {mem['journal_kb']:.0f} KiB)")
