@@ -159,3 +159,24 @@ def test_approval_mode_aliases_and_errors(eng):
     m = eng.send({"op": "set_approval_mode", "mode": "yolo"})
     assert eng.wait_for("error", start=m)["message"] == \
         "unknown approval mode 'yolo': use manual, auto-edit, auto, full-access, or plan"
+
+
+def test_readme_launchers_start_the_engine(tmp_path):
+    """The README's `bin/jucode serve` (and the installed console script, when present) speak
+    protocol 2 from a fresh profile."""
+    import os
+    from harness import ROOT
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "JUCODE_"))}
+    env.update({"HOME": str(tmp_path), "JUCODE_HOME": str(tmp_path / ".jucode"), "OPENAI_API_KEY": "sk-x"})
+    launchers = [[str(ROOT / "bin" / "jucode")]]
+    script = ROOT / ".venv" / "bin" / "jucode"
+    if script.exists():
+        launchers.append([str(script)])
+    for cmd in launchers:
+        out = subprocess.run(cmd + ["serve"], input=b'{"op":"shutdown"}\n', capture_output=True,
+                             timeout=30, env=env, cwd=str(tmp_path))
+        assert out.returncode == 0, out.stderr
+        first = json.loads(out.stdout.splitlines()[0])
+        assert first["type"] == "hello" and first["protocol"] == 2
+        version = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=30, env=env)
+        assert version.stdout.startswith("jucode ")
