@@ -55,7 +55,12 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
     args = _parse_args(raw_args)
     live = ctx.live
 
-    if live.mode == "plan":
+    # A mode change reaches a running turn only where it loosens gating (seed: "an in-flight
+    # turn's gating can only loosen"): a call is refused or asked about only when both the mode
+    # the turn started in and the live mode would do so.
+    modes = (ctx.start_mode or live.mode, live.mode)
+
+    if all(m == "plan" for m in modes):
         refusal = _plan_refusal(spec, args or {})
         if refusal is not None:
             return GateDecision(spec, raw_args, result=refusal)
@@ -70,7 +75,7 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
             return GateDecision(spec, raw_args, result={"error": f"blocked by pre_tool_use hook: {reason}"})
 
     read_only_hint = bool(getattr(spec, "read_only_hint", False))
-    if spec.name in live.allowlist or not needs_approval(spec.gate, live.mode, read_only_hint):
+    if spec.name in live.allowlist or not all(needs_approval(spec.gate, m, read_only_hint) for m in modes):
         return GateDecision(spec, raw_args)
     if spec.gate == GATE_SHELL and spec.name == "write_stdin" and args is not None \
             and not args.get("text") and not args.get("chars"):

@@ -68,6 +68,11 @@ class TurnContext:
     profile_dir: str = ""
     config: dict = field(default_factory=dict)
     hooks: object = None                      # project hooks runner (pre/post tool use)
+    start_mode: str = ""                      # approval mode when the turn began ("" = follow live)
+
+    def __post_init__(self) -> None:
+        if not self.start_mode:
+            self.start_mode = self.live.mode
 
     def emit(self, ev: dict) -> None:
         ev = dict(ev)
