@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = ROOT / "jucode.py"
+NO_CONFIG = object()             # engine(config=NO_CONFIG): write no config.json at all
 PROTOCOL_BUGS: list[str] = []     # every "protocol bug:" error any engine reported (see conftest)
 
 
@@ -163,3 +164,104 @@ class EngineProc:
                 self.proc.kill()
                 self.proc.wait(5)
         self._stderr.close()
+
+
+# -- shared helpers (one copy for every test file) --------------------------------------------
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` names a live, non-zombie process.
+
+    Why the /proc check: a dead child nobody has reaped yet still answers signal 0."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def wait_until(cond, timeout: float = 10.0, interval: float = 0.05) -> bool:
+    """Poll ``cond()`` until it is truthy or ``timeout`` passes; returns the last verdict.
+
+    Why: tests must wait for a condition, never for a fixed time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cond():
+            return True
+        if time.monotonic() >= deadline:
+            return bool(cond())
+        time.sleep(interval)
+
+
+def wait_file(path, timeout: float = 10.0) -> bool:
+    """Wait for ``path`` to exist (written by a subprocess the test started)."""
+    return wait_until(lambda: Path(path).exists(), timeout)
+
+
+def run_command(eng: EngineProc, text: str, wait_type="status", timeout: float = 10.0) -> tuple[dict, int]:
+    """Send a slash command; return (first event matching ``wait_type``, mark before sending).
+
+    ``wait_type`` is an event type or a predicate, as for :meth:`EngineProc.wait_for`."""
+    m = eng.send({"op": "command", "input": text})
+    return eng.wait_for(wait_type, timeout=timeout, start=m), m
+
+
+def run_turn(eng: EngineProc, text: str, timeout: float = 15.0) -> int:
+    """Send a user message, wait for the session to be ready again; return the mark before it."""
+    m = eng.send({"op": "user_message", "content": text})
+    eng.wait_status("ready", start=m, timeout=timeout)
+    return m
+
+
+def read_pid_file(path, count: int, timeout: float = 10.0) -> list[int]:
+    """Wait until the pid file a test server appends to holds ``count`` pids; return them all."""
+    path = Path(path)
+    pids: list[int] = []
+
+    def enough() -> bool:
+        nonlocal pids
+        pids = [int(x) for x in path.read_text().split()] if path.exists() else []
+        return len(pids) >= count
+    if not wait_until(enough, timeout):
+        raise AssertionError(f"expected {count} pids in {path}")
+    return pids
+
+
+class Inbox:
+    """A thread-safe ``emit`` callback for in-process engine parts (MCP manager, clients) that
+    tests wait on instead of sleeping."""
+
+    def __init__(self):
+        self.events: list[dict] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, event: dict) -> None:
+        with self.cond:
+            self.events.append(event)
+            self.cond.notify_all()
+
+    def wait_for(self, pred, timeout: float = 10.0) -> dict:
+        """The first event (oldest first) matching ``pred``; AssertionError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for ev in self.events:
+                    if pred(ev):
+                        return ev
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"condition not met; events: {self.events}")
+                self.cond.wait(left)
+
+    def wait_info(self, prefix: str, timeout: float = 20.0) -> str:
+        """The message of the first ``info`` event starting with ``prefix``."""
+        ev = self.wait_for(lambda e: e["type"] == "info" and e["message"].startswith(prefix), timeout)
+        return ev["message"]
+
+    def infos(self) -> list[str]:
+        with self.cond:
+            return [e["message"] for e in self.events if e["type"] == "info"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import EngineProc
+from harness import NO_CONFIG, EngineProc
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -211,9 +211,9 @@ def test_examples_cover_every_seed_event_type(tmp_path):
     assert not missing
 
 
-def test_demo_runs_without_a_key(tmp_path):
+def test_demo_runs_without_a_key(engine):
     """`jucode serve --demo`: no key, model_status does not claim one is missing, the tour streams."""
-    eng = EngineProc(tmp_path, None, args=("serve", "--demo"), api_key=None)
+    eng = engine(NO_CONFIG, server=None, args=("serve", "--demo"), api_key=None, wait=False)
     try:
         eng.wait_startup()
         ms = [e for e in eng.events if e.get("type") == "model_status"]

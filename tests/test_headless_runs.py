@@ -8,19 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from fakeserver import FakeModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = ROOT / "jucode.py"
-
-
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
 
 
 def run_headless(tmp: Path, server, args, stdin: str = "", api_key: str | None = "sk-test-key-123456",

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from harness import EngineProc
 
 ROOT = Path(__file__).resolve().parent.parent
 DIR = Path(os.environ.get("JUCODE_REAL_LLM_DIR") or ROOT / ".ci-cache" / "real-llm")
@@ -68,12 +67,11 @@ def llama(tmp_path_factory):
             proc.wait(5)
 
 
-def test_one_chat_turn_against_real_model(tmp_path, llama):
-    eng = EngineProc(tmp_path, llama, config={"protocol": "chat", "model": "smollm2",
-                                              "models": [{"name": "smollm2", "context_window": 4096,
-                                                          "max_output_tokens": 48}],
-                                              "retry_attempts": 0, "read_timeout_seconds": 240},
-                     api_key="sk-local-not-checked")
+def test_one_chat_turn_against_real_model(engine, llama):
+    eng = engine({"protocol": "chat", "model": "smollm2",
+                  "models": [{"name": "smollm2", "context_window": 4096, "max_output_tokens": 48}],
+                  "retry_attempts": 0, "read_timeout_seconds": 240},
+                 server=llama, api_key="sk-local-not-checked", wait=False)
     try:
         eng.wait_startup(timeout=30)
         m = eng.send({"op": "user_message", "content": "Say hello in one short sentence."})

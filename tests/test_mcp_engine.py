@@ -9,9 +9,6 @@ import sys
 
 import pytest
 
-from fakeserver import FakeModelServer
-from harness import EngineProc
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVERYTHING = os.path.join(ROOT, ".ci-cache", "npm", "node_modules", ".bin", "mcp-server-everything")
 TIME_SERVER = os.path.join(ROOT, ".ci-cache", "mcp-time-venv", "bin", "mcp-server-time")
@@ -26,24 +23,9 @@ EV_ENTRY = {"name": "everything", "command": EVERYTHING}
 
 
 @pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def start(tmp_path, server):
-    procs = []
-
-    def _start(servers, **cfg):
-        eng = EngineProc(tmp_path, server, config={"mcp_servers": servers, **cfg})
-        procs.append(eng)
-        eng.wait_startup()
-        return eng
-    yield _start
-    for p in procs:
-        p.close()
+def start(engine):
+    """start(servers, **cfg): an engine with these MCP servers (closed by the shared factory)."""
+    return lambda servers, **cfg: engine({"mcp_servers": servers, **cfg})
 
 
 def server_state(eng, name, state, start=0, timeout=30.0):

@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-from fakeserver import FakeModelServer
-from harness import EngineProc
+from harness import pid_alive, read_pid_file
 from test_mcp_engine import EVERYTHING, FAULT, need_everything, server_state, tool_outputs
 
 PY = sys.executable
@@ -21,22 +20,6 @@ PY = sys.executable
 def fault(name, mode, tmp_path, **extra):
     return {"name": name, "command": PY,
             "args": [FAULT, mode, "--pid-file", str(tmp_path / "pids.txt")], **extra}
-
-
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-def alive(pid):
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def descendants(root):
@@ -60,26 +43,18 @@ def descendants(root):
 def wait_gone(pids, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        left = [p for p in pids if alive(p)]
+        left = [p for p in pids if pid_alive(p)]
         if not left:
             return []
         time.sleep(0.05)
-    return [p for p in pids if alive(p)]
+    return [p for p in pids if pid_alive(p)]
 
 
 def read_pids(tmp_path, count, timeout=10.0):
-    path = tmp_path / "pids.txt"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            pids = [int(x) for x in path.read_text().split()]
-            if len(pids) >= count:
-                return pids
-        time.sleep(0.05)
-    raise AssertionError(f"expected {count} pids in {path}")
+    return read_pid_file(tmp_path / "pids.txt", count, timeout)
 
 
-def test_faulty_servers_fail_readably_and_others_keep_working(tmp_path, server):
+def test_faulty_servers_fail_readably_and_others_keep_working(engine, tmp_path, server):
     mode_file = tmp_path / "mode.txt"
     mode_file.write_text("crash")
     servers = [
@@ -88,7 +63,7 @@ def test_faulty_servers_fail_readably_and_others_keep_working(tmp_path, server):
         fault("hang", "hang", tmp_path, timeout_seconds=1),
         fault("fx", "good", tmp_path),
     ]
-    eng = EngineProc(tmp_path, server, config={"mcp_servers": servers, "approval_mode": "full-access"})
+    eng = engine({"mcp_servers": servers, "approval_mode": "full-access"}, wait=False)
     try:
         eng.wait_startup()
         crash = server_state(eng, "fixme", "failed")
@@ -129,10 +104,10 @@ def test_faulty_servers_fail_readably_and_others_keep_working(tmp_path, server):
     assert eng.proc.returncode == 0
 
 
-def startup_seconds(tmp_path, servers, tag):
+def startup_seconds(engine, tmp_path, servers, tag):
     """Spawn → the startup batch's mcp_servers, in seconds."""
     t0 = time.monotonic()
-    eng = EngineProc(tmp_path / tag, None, config={"mcp_servers": servers})
+    eng = engine({"mcp_servers": servers}, tmp=tmp_path / tag, server=None, wait=False)
     try:
         ev = eng.wait_startup()
         took = time.monotonic() - t0
@@ -142,27 +117,27 @@ def startup_seconds(tmp_path, servers, tag):
 
 
 @pytest.mark.slow
-def test_startup_not_delayed_by_slow_servers(tmp_path):
+def test_startup_not_delayed_by_slow_servers(engine, tmp_path):
     slow = [fault(f"slow{i}", "hang", tmp_path) for i in range(3)]
     without, with_slow = [], []
     for i in range(3):
-        without.append(startup_seconds(tmp_path, [], f"a{i}")[0])
-        took, ev = startup_seconds(tmp_path, slow, f"b{i}")
+        without.append(startup_seconds(engine, tmp_path, [], f"a{i}")[0])
+        took, ev = startup_seconds(engine, tmp_path, slow, f"b{i}")
         with_slow.append(took)
         assert [s["state"] for s in ev["servers"]] == ["connecting"] * 3
     base, slowed = statistics.median(without), statistics.median(with_slow)
     assert slowed < base * 1.5 + 0.5, (without, with_slow)
 
 
-def test_no_child_outlives_shutdown(tmp_path, server):
+def test_no_child_outlives_shutdown(engine, tmp_path, server):
     servers = [fault("a", "good", tmp_path), fault("stub", "stubborn", tmp_path),
                fault("h", "hang", tmp_path)]
-    eng = EngineProc(tmp_path, server, config={"mcp_servers": servers})
+    eng = engine({"mcp_servers": servers}, wait=False)
     try:
         eng.wait_startup()
         server_state(eng, "stub", "connected")
         pids = read_pids(tmp_path, 4)                     # 3 servers + the stubborn grandchild
-        assert all(alive(p) for p in pids)
+        assert all(pid_alive(p) for p in pids)
         t0 = time.monotonic()
         eng.send({"op": "shutdown"})
         assert eng.wait_exit(10) == 0
@@ -173,9 +148,9 @@ def test_no_child_outlives_shutdown(tmp_path, server):
 
 
 @need_everything
-def test_no_child_outlives_stdin_eof(tmp_path, server):
+def test_no_child_outlives_stdin_eof(engine, tmp_path, server):
     servers = [{"name": "everything", "command": EVERYTHING}, fault("stub", "stubborn", tmp_path)]
-    eng = EngineProc(tmp_path, server, config={"mcp_servers": servers})
+    eng = engine({"mcp_servers": servers}, wait=False)
     try:
         eng.wait_startup()
         server_state(eng, "everything", "connected")

@@ -9,14 +9,12 @@ mcp-server-time when .ci/install-mcp.sh installed it).
 
 import json
 import sys
-import time
 
 import pytest
 
-from fakeserver import FakeModelServer
-from harness import EngineProc
+from harness import pid_alive, read_pid_file
 from test_mcp_engine import FAULT, TIME_SERVER, need_time, server_state
-from test_mcp_engine_faults import alive, wait_gone
+from test_mcp_engine_faults import wait_gone
 
 PY = sys.executable
 
@@ -28,15 +26,7 @@ def entry(name, tmp_path, **extra):
 
 def _pids(tmp_path, name, count):
     """The pids a server wrote to its own pid file (one line per start), waiting for ``count``."""
-    path = tmp_path / f"{name}.pids"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if path.exists():
-            pids = [int(x) for x in path.read_text().split()]
-            if len(pids) >= count:
-                return pids
-        time.sleep(0.05)
-    raise AssertionError(f"expected {count} pids in {path}")
+    return read_pid_file(tmp_path / f"{name}.pids", count)
 
 
 def write_servers(eng, servers):
@@ -59,16 +49,8 @@ def wait_view(eng, pred, start, what, timeout=20.0):
 
 
 @pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def eng(tmp_path, server):
-    e = EngineProc(tmp_path, server, config={"mcp_servers": [entry("keep", tmp_path)]})
-    e.wait_startup()
+def eng(engine, tmp_path):
+    e = engine({"mcp_servers": [entry("keep", tmp_path)]})
     server_state(e, "keep", "connected")
     yield e
     e.close()
@@ -89,7 +71,7 @@ def test_add_toggle_restart_remove_without_restart(eng, tmp_path):
     eng.wait_for(lambda e: e.get("type") == "info"
                  and e["message"].startswith("MCP server live connected ("), 10, m)
     live_pid = _pids(tmp_path, "live", 1)[-1]
-    assert alive(live_pid)
+    assert pid_alive(live_pid)
 
     # disable by hand: disabled, its process killed; "keep" untouched
     m = eng.mark()
@@ -119,7 +101,7 @@ def test_add_toggle_restart_remove_without_restart(eng, tmp_path):
     assert wait_gone([live_pid]) == []
 
     # the untouched server kept its one process all along
-    assert _pids(tmp_path, "keep", 1) == [keep_pid] and alive(keep_pid)
+    assert _pids(tmp_path, "keep", 1) == [keep_pid] and pid_alive(keep_pid)
     assert not [e for e in eng.since(0, "error")]
 
 

@@ -13,39 +13,11 @@ import time
 
 import pytest
 
+from harness import Inbox, pid_alive
 from jucode.mcp import CHANGED_MARKER, McpError, McpManager
 from jucode.tools.base import GATE_MCP, ToolContext
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_fault_server.py")
-
-
-class Inbox:
-    """A thread-safe emit callback that tests can wait on (no sleeps)."""
-
-    def __init__(self):
-        self.events = []
-        self.cond = threading.Condition()
-
-    def __call__(self, event):
-        with self.cond:
-            self.events.append(event)
-            self.cond.notify_all()
-
-    def wait_for(self, pred, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for ev in self.events:
-                    if pred(ev):
-                        return ev
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"condition not met; events: {self.events}")
-                self.cond.wait(left)
-
-    def infos(self):
-        with self.cond:
-            return [e["message"] for e in self.events if e["type"] == "info"]
 
 
 def entry(name, mode="good", timeout=5, **extra):
@@ -61,19 +33,6 @@ def wait_state(mgr, inbox, name, states, timeout=10.0):
     if not settled(None):
         inbox.wait_for(lambda ev: ev["type"] == "mcp_servers" and settled(ev), timeout)
     return mgr.state_of(name)
-
-
-def pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still "exists"; treat it as dead
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def wait_dead(pids, timeout=5.0):

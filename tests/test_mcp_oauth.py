@@ -17,8 +17,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from fakeserver import FakeModelServer
-from harness import EngineProc
 from test_mcp_engine import server_state
 
 from jucode.mcp.manager import McpManager
@@ -202,19 +200,17 @@ def test_no_token_means_no_header(tmp_path, mcp):
     assert parse_expiry("garbage") is None and parse_expiry(True) is None
 
 
-def test_engine_uses_profile_auth_json(tmp_path, mcp):
+def test_engine_uses_profile_auth_json(engine, server, tmp_path, mcp):
     profile = tmp_path / "home" / ".jucode"          # where EngineProc puts the profile
     profile.mkdir(parents=True)
     write_auth(profile, int(time.time()) + 3600)
-    model = FakeModelServer()
-    eng = EngineProc(tmp_path, model, config={"mcp_servers": [entry(mcp)],
-                                              "approval_mode": "full-access"})
+    eng = engine({"mcp_servers": [entry(mcp)], "approval_mode": "full-access"}, wait=False)
     try:
         assert eng.profile == profile
         eng.wait_startup()
         server_state(eng, "remote", "connected")
         mcp.expire()
-        model.script({"tool_calls": [{"name": "mcp__remote__whoami", "arguments": {},
+        server.script({"tool_calls": [{"name": "mcp__remote__whoami", "arguments": {},
                                       "call_id": "w1"}]}, {"text": "done"})
         m = eng.send({"op": "user_message", "content": "who"})
         eng.wait_status("ready", start=m, timeout=15)
@@ -227,7 +223,6 @@ def test_engine_uses_profile_auth_json(tmp_path, mcp):
         assert stored["access_token"] == "tok-1"
     finally:
         eng.close()
-        model.close()
     dump = json.dumps(eng.events) + eng.stderr_text()
     log_dir = eng.profile / "logs"
     if log_dir.exists():

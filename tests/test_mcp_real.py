@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from harness import Inbox
 from jucode.mcp import McpManager
 from jucode.tools.base import ToolContext
 
@@ -24,29 +25,6 @@ need_everything = pytest.mark.skipif(
 need_time = pytest.mark.skipif(
     not os.access(TIME_SERVER, os.X_OK),
     reason="mcp-server-time not installed: run .ci/install-mcp.sh")
-
-
-class Inbox:
-    def __init__(self):
-        self.events = []
-        self.cond = threading.Condition()
-
-    def __call__(self, event):
-        with self.cond:
-            self.events.append(event)
-            self.cond.notify_all()
-
-    def wait_info(self, prefix, timeout=20.0):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for ev in self.events:
-                    if ev["type"] == "info" and ev["message"].startswith(prefix):
-                        return ev["message"]
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"no info starting {prefix!r}: {self.events}")
-                self.cond.wait(left)
 
 
 def ctx(cwd):

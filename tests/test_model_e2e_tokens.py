@@ -8,28 +8,17 @@ succeeding on a networked CI machine.
 from __future__ import annotations
 
 import orjson
-import pytest
-
-from fakeserver import FakeModelServer
-from harness import EngineProc
 
 FIXED = "Count me exactly: naïve café 🚀 — 漢字 <|endoftext|> def f(x): return x * 2\n" * 3
 DEAD = "http://127.0.0.1:9"
 
 
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-def test_context_tokens_match_o200k_offline(tmp_path, server, monkeypatch):
+def test_context_tokens_match_o200k_offline(engine, tmp_path, server, monkeypatch):
     cache = tmp_path / "empty-tiktoken-cache"
     cache.mkdir()
     env = {"TIKTOKEN_CACHE_DIR": str(cache), "HTTPS_PROXY": DEAD, "HTTP_PROXY": DEAD,
            "https_proxy": DEAD, "http_proxy": DEAD, "ALL_PROXY": DEAD, "NO_PROXY": "127.0.0.1,localhost"}
-    eng = EngineProc(tmp_path, server, config={"model": "gpt-5.4"}, env=env)
+    eng = engine({"model": "gpt-5.4"}, env=env, wait=False)
     try:
         eng.wait_startup()
         server.script({"text": "ok"})

@@ -7,22 +7,6 @@ to the model in each wire format.
 
 import pytest
 
-from fakeserver import FakeModelServer
-from harness import EngineProc
-
-
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-def start(tmp_path, server, **cfg):
-    e = EngineProc(tmp_path, server, config=cfg)
-    e.wait_startup()
-    return e
-
 
 def joined(eng, mark, type_):
     return "".join(x["delta"] for x in eng.since(mark, type_))
@@ -58,136 +42,118 @@ def _tool_outputs_in(req: dict) -> dict:
 
 
 @pytest.mark.parametrize("wire", list(WIRES))
-def test_wire_streams_text_reasoning_and_parallel_tool_calls(tmp_path, server, wire):
+def test_wire_streams_text_reasoning_and_parallel_tool_calls(engine, server, wire):
     cfg, suffix, kind = WIRES[wire]
-    eng = start(tmp_path, server, **cfg)
-    try:
-        (eng.cwd / "a.txt").write_text("alpha-content\n")
-        (eng.cwd / "b.txt").write_text("beta-content\n")
-        eng.send({"op": "set_approval_mode", "mode": "full-access"})
-        server.script(
-            {"reasoning": "Need both files.", "text": "Reading.",
-             "tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}, "call_id": "call_a"},
-                            {"name": "read", "arguments": {"path": "b.txt"}, "call_id": "call_b"}]},
-            {"text": "Both read.", "reasoning": "Done now."})
-        m = eng.send({"op": "user_message", "content": "read both"})
-        eng.wait_status("ready", start=m, timeout=20)
-        assert not eng.since(m, "error"), eng.since(m, "error")
-        assert joined(eng, m, "reasoning_delta") == "Need both files.Done now."
-        assert joined(eng, m, "assistant_delta") == "Reading.Both read."
-        outs = {e["call_id"]: e for e in eng.since(m, "tool_output")}
-        assert set(outs) == {"call_a", "call_b"}
-        assert "alpha-content" in outs["call_a"]["output"] and not outs["call_a"]["is_error"]
-        assert "beta-content" in outs["call_b"]["output"] and not outs["call_b"]["is_error"]
-        assert len(eng.since(m, "usage")) == 2
-        reqs = server.requests[-2:]
-        for r in reqs:
-            assert r["kind"] == kind and r["path"].split("?")[0].endswith(suffix), r["path"]
-        sent = _tool_outputs_in(reqs[1])
-        assert set(sent) == {"call_a", "call_b"}
-        assert "alpha-content" in sent["call_a"] and "beta-content" in sent["call_b"]
-        if wire == "azure":
-            assert "api-version=" in reqs[0]["path"]
-            assert reqs[0]["headers"].get("api-key") == "sk-test-key-123456"
-            assert "authorization" not in reqs[0]["headers"]
-        if kind == "anthropic":
-            # the thinking block (with its signature) is replayed on the follow-up request
-            blocks = [b for msg in reqs[1]["body"]["messages"] if isinstance(msg.get("content"), list)
-                      for b in msg["content"] if isinstance(b, dict)]
-            if reqs[1]["body"].get("thinking"):
-                assert any(b.get("type") == "thinking" and b.get("signature") for b in blocks)
-    finally:
-        eng.close()
+    eng = engine(cfg)
+    (eng.cwd / "a.txt").write_text("alpha-content\n")
+    (eng.cwd / "b.txt").write_text("beta-content\n")
+    eng.send({"op": "set_approval_mode", "mode": "full-access"})
+    server.script(
+        {"reasoning": "Need both files.", "text": "Reading.",
+         "tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}, "call_id": "call_a"},
+                        {"name": "read", "arguments": {"path": "b.txt"}, "call_id": "call_b"}]},
+        {"text": "Both read.", "reasoning": "Done now."})
+    m = eng.send({"op": "user_message", "content": "read both"})
+    eng.wait_status("ready", start=m, timeout=20)
+    assert not eng.since(m, "error"), eng.since(m, "error")
+    assert joined(eng, m, "reasoning_delta") == "Need both files.Done now."
+    assert joined(eng, m, "assistant_delta") == "Reading.Both read."
+    outs = {e["call_id"]: e for e in eng.since(m, "tool_output")}
+    assert set(outs) == {"call_a", "call_b"}
+    assert "alpha-content" in outs["call_a"]["output"] and not outs["call_a"]["is_error"]
+    assert "beta-content" in outs["call_b"]["output"] and not outs["call_b"]["is_error"]
+    assert len(eng.since(m, "usage")) == 2
+    reqs = server.requests[-2:]
+    for r in reqs:
+        assert r["kind"] == kind and r["path"].split("?")[0].endswith(suffix), r["path"]
+    sent = _tool_outputs_in(reqs[1])
+    assert set(sent) == {"call_a", "call_b"}
+    assert "alpha-content" in sent["call_a"] and "beta-content" in sent["call_b"]
+    if wire == "azure":
+        assert "api-version=" in reqs[0]["path"]
+        assert reqs[0]["headers"].get("api-key") == "sk-test-key-123456"
+        assert "authorization" not in reqs[0]["headers"]
+    if kind == "anthropic":
+        # the thinking block (with its signature) is replayed on the follow-up request
+        blocks = [b for msg in reqs[1]["body"]["messages"] if isinstance(msg.get("content"), list)
+                  for b in msg["content"] if isinstance(b, dict)]
+        if reqs[1]["body"].get("thinking"):
+            assert any(b.get("type") == "thinking" and b.get("signature") for b in blocks)
 
 
-def test_anthropic_cache_read_counts_as_cached_input(tmp_path, server):
-    eng = start(tmp_path, server, model="claude-sonnet-4-5")
-    try:
-        server.script({"text": "hi", "usage": {"input": 100, "cached": 300, "cache_write": 50, "output": 7}})
-        m = eng.send({"op": "user_message", "content": "x"})
-        eng.wait_status("ready", start=m)
-        u = eng.wait_for("usage", start=m)
-        assert (u["input_tokens"], u["cached_input_tokens"], u["output_tokens"]) == (450, 300, 7)
-    finally:
-        eng.close()
+def test_anthropic_cache_read_counts_as_cached_input(engine, server):
+    eng = engine(dict(model="claude-sonnet-4-5"))
+    server.script({"text": "hi", "usage": {"input": 100, "cached": 300, "cache_write": 50, "output": 7}})
+    m = eng.send({"op": "user_message", "content": "x"})
+    eng.wait_status("ready", start=m)
+    u = eng.wait_for("usage", start=m)
+    assert (u["input_tokens"], u["cached_input_tokens"], u["output_tokens"]) == (450, 300, 7)
 
 
 # -- quirks of OpenAI-compatible servers ------------------------------------------------------------
 
-def test_chat_llamacpp_repeated_ids_and_no_usage(tmp_path, server):
-    eng = start(tmp_path, server, protocol="chat")
-    try:
-        (eng.cwd / "a.txt").write_text("alpha\n")
-        eng.send({"op": "set_approval_mode", "mode": "full-access"})
-        server.script({"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}, "call_id": "c1"}],
-                       "repeat_ids": True, "no_usage": True, "chunk": 2},
-                      {"text": "ok", "no_usage": True})
-        m = eng.send({"op": "user_message", "content": "go"})
-        eng.wait_status("ready", start=m)
-        assert not eng.since(m, "error")
-        start_ev = eng.wait_for("tool_start", start=m)
-        assert start_ev["name"] == "read" and start_ev["call_id"] == "c1"   # not "readread…"
-        out = eng.wait_for("tool_output", start=m)
-        assert "alpha" in out["output"] and not out["is_error"]
-        sent = server.requests[-1]["body"]["messages"]
-        calls = [c for msg in sent for c in (msg.get("tool_calls") or [])]
-        assert [(c["id"], c["function"]["name"]) for c in calls] == [("c1", "read")]
-        assert joined(eng, m, "assistant_delta") == "ok"
-        # no usage chunk: the turn still ends cleanly and counts nothing it did not get
-        for u in eng.since(m, "usage"):
-            assert u["input_tokens"] == 0 and u["output_tokens"] == 0
-    finally:
-        eng.close()
+def test_chat_llamacpp_repeated_ids_and_no_usage(engine, server):
+    eng = engine(dict(protocol="chat"))
+    (eng.cwd / "a.txt").write_text("alpha\n")
+    eng.send({"op": "set_approval_mode", "mode": "full-access"})
+    server.script({"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}, "call_id": "c1"}],
+                   "repeat_ids": True, "no_usage": True, "chunk": 2},
+                  {"text": "ok", "no_usage": True})
+    m = eng.send({"op": "user_message", "content": "go"})
+    eng.wait_status("ready", start=m)
+    assert not eng.since(m, "error")
+    start_ev = eng.wait_for("tool_start", start=m)
+    assert start_ev["name"] == "read" and start_ev["call_id"] == "c1"   # not "readread…"
+    out = eng.wait_for("tool_output", start=m)
+    assert "alpha" in out["output"] and not out["is_error"]
+    sent = server.requests[-1]["body"]["messages"]
+    calls = [c for msg in sent for c in (msg.get("tool_calls") or [])]
+    assert [(c["id"], c["function"]["name"]) for c in calls] == [("c1", "read")]
+    assert joined(eng, m, "assistant_delta") == "ok"
+    # no usage chunk: the turn still ends cleanly and counts nothing it did not get
+    for u in eng.since(m, "usage"):
+        assert u["input_tokens"] == 0 and u["output_tokens"] == 0
 
 
 @pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
-def test_chat_reasoning_field_variants(tmp_path, server, field):
-    eng = start(tmp_path, server, protocol="chat")
-    try:
-        server.script({"text": "answer", "reasoning": "because", "reasoning_field": field})
-        m = eng.send({"op": "user_message", "content": "q"})
-        eng.wait_status("ready", start=m)
-        assert joined(eng, m, "reasoning_delta") == "because"
-        assert joined(eng, m, "assistant_delta") == "answer"
-    finally:
-        eng.close()
+def test_chat_reasoning_field_variants(engine, server, field):
+    eng = engine(dict(protocol="chat"))
+    server.script({"text": "answer", "reasoning": "because", "reasoning_field": field})
+    m = eng.send({"op": "user_message", "content": "q"})
+    eng.wait_status("ready", start=m)
+    assert joined(eng, m, "reasoning_delta") == "because"
+    assert joined(eng, m, "assistant_delta") == "answer"
 
 
 @pytest.mark.parametrize("proto", ["responses", "chat"])
-def test_plain_json_reply_instead_of_sse(tmp_path, server, proto):
-    eng = start(tmp_path, server, protocol=proto)
-    try:
-        if proto == "chat":
-            body = {"id": "x", "object": "chat.completion", "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "json says hi"}}],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
-        else:
-            body = {"id": "resp_x", "object": "response", "status": "completed", "output": [
-                {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
-                 "content": [{"type": "output_text", "text": "json says hi", "annotations": []}]}],
-                "usage": {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14}}
-        server.script({"json": body})
-        m = eng.send({"op": "user_message", "content": "q"})
-        eng.wait_status("ready", start=m)
-        assert not eng.since(m, "error"), eng.since(m, "error")
-        assert joined(eng, m, "assistant_delta") == "json says hi"
-        u = eng.wait_for("usage", start=m)
-        assert (u["input_tokens"], u["output_tokens"]) == (11, 3)
-    finally:
-        eng.close()
+def test_plain_json_reply_instead_of_sse(engine, server, proto):
+    eng = engine(dict(protocol=proto))
+    if proto == "chat":
+        body = {"id": "x", "object": "chat.completion", "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "json says hi"}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
+    else:
+        body = {"id": "resp_x", "object": "response", "status": "completed", "output": [
+            {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "json says hi", "annotations": []}]}],
+            "usage": {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14}}
+    server.script({"json": body})
+    m = eng.send({"op": "user_message", "content": "q"})
+    eng.wait_status("ready", start=m)
+    assert not eng.since(m, "error"), eng.since(m, "error")
+    assert joined(eng, m, "assistant_delta") == "json says hi"
+    u = eng.wait_for("usage", start=m)
+    assert (u["input_tokens"], u["output_tokens"]) == (11, 3)
 
 
 @pytest.mark.parametrize("proto", ["responses", "chat", "anthropic"])
-def test_html_error_page_names_the_base_url(tmp_path, server, proto):
-    eng = start(tmp_path, server, protocol=proto)
-    try:
-        server.script({"html": "<!DOCTYPE html><html><body>Welcome to nginx</body></html>"})
-        m = eng.send({"op": "user_message", "content": "q"})
-        eng.wait_status("ready", start=m)
-        err = eng.wait_for("error", start=m)
-        assert f"127.0.0.1:{server.port}" in err["message"], err
-        assert "text/html" in err["message"] and "base_url" in err["message"]
-        assert not eng.since(m, "retrying")
-        assert len(server.requests) == 1
-    finally:
-        eng.close()
+def test_html_error_page_names_the_base_url(engine, server, proto):
+    eng = engine(dict(protocol=proto))
+    server.script({"html": "<!DOCTYPE html><html><body>Welcome to nginx</body></html>"})
+    m = eng.send({"op": "user_message", "content": "q"})
+    eng.wait_status("ready", start=m)
+    err = eng.wait_for("error", start=m)
+    assert f"127.0.0.1:{server.port}" in err["message"], err
+    assert "text/html" in err["message"] and "base_url" in err["message"]
+    assert not eng.since(m, "retrying")
+    assert len(server.requests) == 1

@@ -5,25 +5,13 @@ import re
 
 import pytest
 
-from fakeserver import FakeModelServer
-from harness import EngineProc
 
 CONFIG = {"edit_tools": ["write", "str_replace"]}
 
 
 @pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def eng(tmp_path, server):
-    e = EngineProc(tmp_path, server, config=CONFIG)
-    e.wait_startup()
-    yield e
-    e.close()
+def eng(engine):
+    return engine(CONFIG)
 
 
 def _unattended(eng):
@@ -138,8 +126,8 @@ def test_op_validation_errors(eng):
         assert eng.wait_for("error", start=m)["message"] == text
 
 
-def test_restarted_engine_decides_action_from_before(tmp_path, server):
-    first = EngineProc(tmp_path, server, config=CONFIG)
+def test_restarted_engine_decides_action_from_before(engine, tmp_path, server):
+    first = engine(CONFIG, wait=False)
     try:
         first.wait_startup()
         _unattended(first)
@@ -153,7 +141,7 @@ def test_restarted_engine_decides_action_from_before(tmp_path, server):
     assert (first.profile / "deferred_actions.json").exists()
 
     # Another workspace on the same profile neither lists nor decides it.
-    other = EngineProc(tmp_path, server, config=CONFIG, cwd=tmp_path / "elsewhere")
+    other = engine(CONFIG, cwd=tmp_path / "elsewhere", wait=False)
     try:
         other.wait_startup()
         m = other.send({"op": "decide_action", "action": act["id"], "decision": "allow"})
@@ -163,7 +151,7 @@ def test_restarted_engine_decides_action_from_before(tmp_path, server):
     finally:
         other.close()
 
-    second = EngineProc(tmp_path, server, config=CONFIG)
+    second = engine(CONFIG, wait=False)
     try:
         second.wait_startup()
         listed = second.wait_for("action_deferred", timeout=5)   # replayed in the startup batch

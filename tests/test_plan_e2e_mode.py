@@ -6,26 +6,16 @@ import subprocess
 
 import pytest
 
-from fakeserver import FakeModelServer
-from harness import EngineProc
-
 PLAN_MD = ("# Goal\nAdd a \"retry\" helper — safely ✓ 😀\n\n| File | Change | Why |\n| --- | --- | --- |\n"
            "| a.py | add `retry()` | flaky \\ network |\n\n## Steps\n1. write\ttests\n2. implement\n")
 
 
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
+CONFIG = {"edit_tools": ["write", "str_replace"]}
 
 
 @pytest.fixture
-def eng(tmp_path, server):
-    e = EngineProc(tmp_path, server, config={"edit_tools": ["write", "str_replace"]})
-    e.wait_startup()
-    yield e
-    e.close()
+def eng(engine):
+    return engine(CONFIG)
 
 
 def _plan_mode(eng):
@@ -101,12 +91,11 @@ def test_plan_mode_system_prompt_addendum(eng, server):
 
 
 @pytest.mark.parametrize("protocol", ["responses", "chat"])
-def test_plan_draft_rebuilds_final_markdown_and_turn_ends(tmp_path, server, protocol):
+def test_plan_draft_rebuilds_final_markdown_and_turn_ends(engine, server, protocol):
     if protocol == "responses":
-        eng = EngineProc(tmp_path, server, config={"edit_tools": ["write", "str_replace"]})
+        eng = engine(CONFIG, wait=False)
     else:
-        eng = EngineProc(tmp_path, server, config={"edit_tools": ["write", "str_replace"],
-                                                   "provider": "fake", "protocol": "chat"})
+        eng = engine({**CONFIG, "provider": "fake", "protocol": "chat"}, wait=False)
     try:
         eng.wait_startup()
         _check_plan_draft(eng, server, protocol)

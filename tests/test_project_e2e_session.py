@@ -8,41 +8,18 @@ import time
 
 import pytest
 
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
-
-
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for p in started:
-        p.close()
-
-
-def _start(procs, tmp_path, server, config=None, **kw) -> EngineProc:
-    eng = EngineProc(tmp_path, server, config=config if config is not None else {}, **kw)
-    procs.append(eng)
-    eng.wait_startup()
-    return eng
+from fakeserver import request_input_texts
 
 
 def _tool_names(body: dict) -> list:
     return [t.get("name") or t.get("type") for t in body.get("tools") or []]
 
 
-def test_agents_md_in_instructions_for_a_normal_session(tmp_path, server, procs):
+def test_agents_md_in_instructions_for_a_normal_session(tmp_path, server, engine):
     work = tmp_path / "work"
     (work / ".git").mkdir(parents=True)
     (work / "AGENTS.md").write_text("Always answer in haiku.\n")
-    eng = _start(procs, tmp_path, server, config={"include_project_instructions": True})
+    eng = engine({"include_project_instructions": True})
     server.script({"text": "ok"})
     m = eng.send({"op": "user_message", "content": "hi"})
     eng.wait_status("ready", start=m)
@@ -59,14 +36,12 @@ def test_agents_md_in_instructions_for_a_normal_session(tmp_path, server, procs)
     assert "Answer in limericks." in server.requests[-1]["body"]["instructions"]
 
 
-def test_chat_mode_starts_in_chats_dir_without_project_instructions(tmp_path, server, procs):
+def test_chat_mode_starts_in_chats_dir_without_project_instructions(tmp_path, server, engine):
     work = tmp_path / "work"
     (work / ".git").mkdir(parents=True)
     (work / "AGENTS.md").write_text("PROJECT-SECRET-RULES\n")
-    eng = EngineProc(tmp_path, server, args=("serve", "--chat"),
-                     config={"include_project_instructions": True, "protocol": "responses",
-                             "approval_mode": "full-access"})
-    procs.append(eng)
+    eng = engine({"include_project_instructions": True, "protocol": "responses",
+                  "approval_mode": "full-access"}, args=("serve", "--chat"), wait=False)
     start = eng.wait_for("startup", timeout=15)
     chats = (eng.profile / "chats").resolve()
     assert start["cwd"] == str(chats)
@@ -89,9 +64,8 @@ def test_chat_mode_starts_in_chats_dir_without_project_instructions(tmp_path, se
     assert {"type": "web_search"} in body["tools"]          # the provider's hosted search
 
 
-def test_chat_mode_on_chat_wire_has_no_web_search_and_doctor_says_why(tmp_path, server, procs):
-    eng = EngineProc(tmp_path, server, args=("serve", "--chat"), config={"protocol": "chat"})
-    procs.append(eng)
+def test_chat_mode_on_chat_wire_has_no_web_search_and_doctor_says_why(server, engine):
+    eng = engine({"protocol": "chat"}, args=("serve", "--chat"), wait=False)
     eng.wait_startup()
     server.script({"text": "hello"})
     m = eng.send({"op": "user_message", "content": "hi"})
@@ -104,8 +78,8 @@ def test_chat_mode_on_chat_wire_has_no_web_search_and_doctor_says_why(tmp_path, 
     assert "not offered" in line["message"] and "web_search_url" in line["message"]
 
 
-def test_goal_with_token_budget_ends_budget_limited(tmp_path, server, procs):
-    eng = _start(procs, tmp_path, server)
+def test_goal_with_token_budget_ends_budget_limited(server, engine):
+    eng = engine()
     server.script({"tool_calls": [{"name": "create_goal",
                                    "arguments": {"objective": "ship it", "token_budget": 50}}],
                    "usage": {"input": 100, "output": 10}},
@@ -128,8 +102,8 @@ def test_goal_with_token_budget_ends_budget_limited(tmp_path, server, procs):
     assert not [e for e in eng.since(0, "info") if e["message"].startswith("Continuing goal:")]
 
 
-def test_goal_continuation_runs_while_idle_until_complete(tmp_path, server, procs):
-    eng = _start(procs, tmp_path, server)
+def test_goal_continuation_runs_while_idle_until_complete(server, engine):
+    eng = engine()
     server.script({"tool_calls": [{"name": "update_plan", "arguments": {"plan": [
                       {"step": "write code", "status": "in_progress"}, {"step": "  ", "status": "x"},
                       {"step": "test", "status": "todo"}]}}]},
@@ -148,8 +122,8 @@ def test_goal_continuation_runs_while_idle_until_complete(tmp_path, server, proc
     assert any('"complete"' in p.read_text(errors="replace") for p in sessions if p.is_file())
 
 
-def test_config_json_reloads_live(tmp_path, server, procs):
-    eng = _start(procs, tmp_path, server)
+def test_config_json_reloads_live(server, engine):
+    eng = engine()
     cfg_path = eng.profile / "config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["web_search_url"] = "http://127.0.0.1:9/search"
@@ -166,8 +140,8 @@ def test_config_json_reloads_live(tmp_path, server, procs):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="linux /proc only")
-def test_idle_cpu_with_watcher_running(tmp_path, server, procs):
-    eng = _start(procs, tmp_path, server)
+def test_idle_cpu_with_watcher_running(server, engine):
+    eng = engine()
     pid = eng.proc.pid
 
     def cpu_seconds() -> float:

@@ -6,32 +6,7 @@ import json
 import time
 from pathlib import Path
 
-import pytest
-
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
-
-
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for p in started:
-        p.close()
-
-
-def _start(procs, tmp_path, server, config=None, **kw) -> EngineProc:
-    eng = EngineProc(tmp_path, server, config=config if config is not None else {}, **kw)
-    procs.append(eng)
-    eng.wait_startup()
-    return eng
+from fakeserver import request_input_texts
 
 
 def _command_names(ev: dict) -> dict:
@@ -50,9 +25,9 @@ def _untrusted_repo_with_hook(tmp_path: Path) -> tuple[Path, Path]:
     return work, marker
 
 
-def test_untrusted_repo_gets_trust_prompt_and_hook_waits_for_trust(tmp_path, server, procs):
+def test_untrusted_repo_gets_trust_prompt_and_hook_waits_for_trust(tmp_path, server, engine):
     work, marker = _untrusted_repo_with_hook(tmp_path)
-    eng = _start(procs, tmp_path, server)
+    eng = engine()
     tp = eng.wait_for("trust_prompt", timeout=5)
     assert tp["cwd"] == str(work.resolve())
     # project commands stay off while untrusted
@@ -80,21 +55,21 @@ def test_untrusted_repo_gets_trust_prompt_and_hook_waits_for_trust(tmp_path, ser
     eng.close()
     trust = json.loads((eng.profile / "trust.json").read_text())
     assert trust["projects"][str(work.resolve())] is False
-    eng2 = _start(procs, tmp_path, server)
+    eng2 = engine()
     assert not [e for e in eng2.events if e["type"] == "trust_prompt"]
 
 
-def test_repo_cannot_change_approval_mode(tmp_path, server, procs):
+def test_repo_cannot_change_approval_mode(tmp_path, server, engine):
     work = tmp_path / "work"
     (work / ".jucode").mkdir(parents=True)
     (work / ".jucode" / "config.json").write_text(json.dumps({"approval_mode": "full-access"}))
     (work / "config.json").write_text(json.dumps({"approval_mode": "full-access"}))
-    eng = _start(procs, tmp_path, server)
+    eng = engine()
     assert eng.wait_for("approval_mode")["mode"] == "manual"
 
 
-def test_custom_command_created_while_running_appears_and_expands(tmp_path, server, procs):
-    eng = _start(procs, tmp_path, server)
+def test_custom_command_created_while_running_appears_and_expands(server, engine):
+    eng = engine()
     cmds = eng.profile / "commands"
     cmds.mkdir(exist_ok=True)
     # the watcher starts after the startup batch; give it a moment to be in place by polling
@@ -123,13 +98,13 @@ def test_custom_command_created_while_running_appears_and_expands(tmp_path, serv
     assert any("Please review src/app.py carefully" in t for t in texts)
 
 
-def test_skill_command_and_read_root(tmp_path, server, procs):
+def test_skill_command_and_read_root(tmp_path, server, engine):
     home = tmp_path / "home"
     sk = home / ".jucode" / "skills" / "pdf"
     sk.mkdir(parents=True)
     (sk / "SKILL.md").write_text("---\nname: pdf\ndescription: Work with PDF files\n---\nUse pdftotext.\n")
     (sk / "notes.txt").write_text("skill notes here\n")
-    eng = _start(procs, tmp_path, server)
+    eng = engine()
     cl = [e for e in eng.events if e["type"] == "command_list"][-1]
     assert _command_names(cl)["/pdf"] == "SKILL"
     server.script({"tool_calls": [{"name": "read", "arguments": {"path": str(sk / "notes.txt")}}]},
@@ -146,13 +121,13 @@ def test_skill_command_and_read_root(tmp_path, server, procs):
     assert "<available_skills>" in first["body"]["instructions"]
 
 
-def test_blocking_pre_tool_use_hook_stops_the_call(tmp_path, server, procs):
+def test_blocking_pre_tool_use_hook_stops_the_call(tmp_path, server, engine):
     home = tmp_path / "home"
     (home / ".jucode").mkdir(parents=True)
     hook = {"pre_tool_use": [{"command": "echo 'no shell today' >&2; exit 2", "tools": ["bash"]}]}
     (home / ".jucode" / "hooks.json").write_text(json.dumps(hook))
     target = tmp_path / "work" / "made.txt"
-    eng = _start(procs, tmp_path, server, config={"approval_mode": "full-access"})
+    eng = engine({"approval_mode": "full-access"})
     server.script({"tool_calls": [{"name": "bash", "arguments": {"command": f"touch {target}"}}]},
                   {"text": "ok"})
     m = eng.send({"op": "user_message", "content": "run it"})
@@ -163,14 +138,14 @@ def test_blocking_pre_tool_use_hook_stops_the_call(tmp_path, server, procs):
     assert not target.exists()
 
 
-def test_user_prompt_submit_block_and_stop_hook_info(tmp_path, server, procs):
+def test_user_prompt_submit_block_and_stop_hook_info(tmp_path, server, engine):
     home = tmp_path / "home"
     (home / ".jucode").mkdir(parents=True)
     hooks = {"user_prompt_submit": [{"command": "grep -q forbidden && { echo 'not allowed' >&2; exit 1; }; exit 0"}],
              "stop": [{"command": "echo finished"}],
              "session_start": [{"command": "echo hello from hook"}]}
     (home / ".jucode" / "hooks.json").write_text(json.dumps(hooks))
-    eng = _start(procs, tmp_path, server)
+    eng = engine()
     eng.wait_for(lambda e: e.get("type") == "info" and e["message"] == "hook (session_start): hello from hook")
     m = eng.send({"op": "user_message", "content": "this is forbidden"})
     err = eng.wait_for("error", start=m)

@@ -6,16 +6,14 @@ import sys
 
 import pytest
 
-from harness import ENTRY, EngineProc
+from harness import ENTRY, NO_CONFIG
 
 STARTUP_ORDER = ["startup", "model_status", "command_list", "approval_mode", "mcp_servers"]
 
 
 @pytest.fixture
-def eng(tmp_path):
-    e = EngineProc(tmp_path, config={})
-    yield e
-    e.close()
+def eng(engine):
+    return engine(server=None, wait=False)       # the tests read the startup batch themselves
 
 
 def test_hello_first_then_startup_batch_in_order(eng):
@@ -92,8 +90,8 @@ def test_empty_lines_ignored_and_huge_line_survived(eng):
 
 
 @pytest.mark.parametrize("how", ["shutdown", "eof", "/quit", "/exit"])
-def test_exit_code_zero(tmp_path, how):
-    e = EngineProc(tmp_path, config={})
+def test_exit_code_zero(engine, how):
+    e = engine(server=None, wait=False)
     e.wait_startup()
     if how == "shutdown":
         e.send({"op": "shutdown"})
@@ -110,8 +108,8 @@ def test_version_flag():
     assert out.returncode == 0 and out.stdout.startswith("jucode ")
 
 
-def test_config_created_with_defaults(tmp_path):
-    e = EngineProc(tmp_path)          # no config written by the test
+def test_config_created_with_defaults(engine):
+    e = engine(NO_CONFIG, server=None, wait=False)          # no config written by the test
     e.wait_startup()
     cfg = json.loads((e.profile / "config.json").read_text())
     for key in ("provider", "protocol", "model", "api_key_env", "approval_mode", "edit_tools"):
@@ -121,11 +119,11 @@ def test_config_created_with_defaults(tmp_path):
     e.close()
 
 
-def test_corrupt_config_reported_and_untouched(tmp_path):
+def test_corrupt_config_reported_and_untouched(engine, tmp_path):
     prof = tmp_path / "home" / ".jucode"
     prof.mkdir(parents=True)
     (prof / "config.json").write_text("{not valid json")
-    e = EngineProc(tmp_path)
+    e = engine(NO_CONFIG, server=None, wait=False)
     err = e.wait_for("error")
     assert "config.json" in err["message"]
     e.send({"op": "command", "input": "/model gpt-5.4 low"})
@@ -135,10 +133,9 @@ def test_corrupt_config_reported_and_untouched(tmp_path):
     assert (prof / "config.json").read_text() == "{not valid json"
 
 
-def test_unknown_config_keys_preserved_on_save(tmp_path):
-    e = EngineProc(tmp_path, config={"my_future_key": {"a": 1}, "models": [
-        {"name": "m-one", "context_window": 1000, "max_output_tokens": 100, "reasoning_efforts": ["low", "high"]}]})
-    e.wait_startup()
+def test_unknown_config_keys_preserved_on_save(engine):
+    e = engine({"my_future_key": {"a": 1}, "models": [
+        {"name": "m-one", "context_window": 1000, "max_output_tokens": 100, "reasoning_efforts": ["low", "high"]}]}, server=None)
     m = e.send({"op": "command", "input": "/model m-one high"})
     ms = e.wait_for(lambda ev: ev.get("type") == "model_status" and ev.get("model") == "m-one", start=m)
     assert ms["reasoning_effort"] == "high" and ms["context_window"] == 1000

@@ -6,45 +6,24 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
+from harness import run_turn
 
 BIG = "word " * 26_000          # > 20k tokens: older than the 20k kept tail, so it can be folded
 SUMMARY = "SUMMARY: the user pasted a long list of words."
 COMPACTED = "[Earlier conversation compacted to a summary for context efficiency]\n\n"
 
 
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def engines():
-    started = []
-    yield started
-    for e in started:
-        e.close()
-
-
-def start(engines, tmp_path, server, window: int = 0) -> EngineProc:
+def config(window: int = 0) -> dict:
+    """Test config; ``window`` > 0 shrinks gpt-test's context window to force compaction."""
     cfg = {"retry_attempts": 0}
     if window:
         cfg["models"] = [{"name": "gpt-test", "context_window": window, "max_output_tokens": 4000}]
-    e = EngineProc(tmp_path, server, config=cfg)
-    engines.append(e)
-    e.wait_startup()
-    return e
+    return cfg
 
 
 def turn(eng, text: str, timeout: float = 20) -> int:
-    m = eng.send({"op": "user_message", "content": text})
-    eng.wait_status("ready", start=m, timeout=timeout)
-    return m
+    return run_turn(eng, text, timeout)
 
 
 def is_summary_request(req) -> bool:
@@ -52,8 +31,8 @@ def is_summary_request(req) -> bool:
     return len(texts) == 1 and texts[0].startswith("Summarize this earlier conversation:\n\n")
 
 
-def test_automatic_compaction_then_request_carries_summary_and_resume_keeps_it(tmp_path, server, engines):
-    a = start(engines, tmp_path, server, window=30_000)       # context_limit 22 500
+def test_automatic_compaction_then_request_carries_summary_and_resume_keeps_it(engine, server):
+    a = engine(config(30_000))       # context_limit 22 500
     sid = a.wait_for("startup")["session_id"]
     assert a.wait_for("model_status")["context_limit"] == 22_500
     server.script({"text": "noted"}, {"text": SUMMARY}, {"text": "answer after compaction"})
@@ -75,7 +54,7 @@ def test_automatic_compaction_then_request_carries_summary_and_resume_keeps_it(t
     assert "noted" in json.dumps(turn_req["body"]["input"])   # the kept tail stays verbatim
     a.close()
 
-    b = start(engines, tmp_path, server, window=30_000)
+    b = engine(config(30_000))
     m = b.send({"op": "command", "input": f"/resume {sid}"})
     b.wait_status(f"resumed session {sid}", start=m)
     server.script({"text": "still compacted"})
@@ -84,8 +63,8 @@ def test_automatic_compaction_then_request_carries_summary_and_resume_keeps_it(t
     assert texts[0] == COMPACTED + SUMMARY and texts[-1] == "and now?" and BIG not in texts
 
 
-def test_manual_compact_and_nothing_to_compact(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_manual_compact_and_nothing_to_compact(engine, server):
+    a = engine(config())
     m = a.send({"op": "command", "input": "/compact"})
     a.wait_status("ready", start=m)
     assert [e["message"] for e in a.since(m, "info")] == ["nothing old enough to compact"]
@@ -106,8 +85,8 @@ def test_manual_compact_and_nothing_to_compact(tmp_path, server, engines):
     assert "compacted=true" in line["message"]
 
 
-def test_failed_summary_reports_compaction_failed_and_status(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_failed_summary_reports_compaction_failed_and_status(engine, server):
+    a = engine(config())
     server.script({"text": "noted"}, {"text": "ok"}, {"text": ""})
     turn(a, BIG)
     turn(a, "short")
@@ -118,8 +97,8 @@ def test_failed_summary_reports_compaction_failed_and_status(tmp_path, server, e
     assert a.types_since(m)[-1] == "status"
 
 
-def test_context_overflow_compacts_once_and_retries(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_context_overflow_compacts_once_and_retries(engine, server):
+    a = engine(config())
     overflow = {"status": 400, "body": {"error": {
         "message": "This model's maximum context length is 8192 tokens.", "type": "invalid_request_error",
         "code": "context_length_exceeded"}}}

@@ -13,49 +13,16 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
-
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
+from test_session_e2e_compact import config, turn
 
 BIG = "word " * 26_000          # > 20k tokens: foldable once a newer message exists
 SUMMARY = "SUMMARY: a long list of words."
 COMPACTED = "[Earlier conversation compacted to a summary for context efficiency]\n\n"
 
 
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def engines():
-    started = []
-    yield started
-    for e in started:
-        e.close()
-
-
-def start(engines, tmp_path, server, window: int = 0, **kw) -> EngineProc:
-    cfg = {"retry_attempts": 0}
-    if window:
-        cfg["models"] = [{"name": "gpt-test", "context_window": window, "max_output_tokens": 4000}]
-    e = EngineProc(tmp_path, server, config=cfg, **kw)
-    engines.append(e)
-    e.wait_startup()
-    return e
-
-
-def turn(eng, text: str, timeout: float = 20) -> int:
-    m = eng.send({"op": "user_message", "content": text})
-    eng.wait_status("ready", start=m, timeout=timeout)
-    return m
-
-
-def test_interrupt_stops_manual_compaction(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_interrupt_stops_manual_compaction(engine, server):
+    a = engine(config())
     server.script({"text": "noted"}, {"text": "ok"}, {"text": SUMMARY, "stall": 30})
     turn(a, BIG)
     turn(a, "short")
@@ -83,8 +50,8 @@ def test_interrupt_stops_manual_compaction(tmp_path, server, engines):
     assert "status" not in a.types_since(k)
 
 
-def test_interrupt_during_automatic_compaction_ends_the_turn(tmp_path, server, engines):
-    a = start(engines, tmp_path, server, window=30_000)
+def test_interrupt_during_automatic_compaction_ends_the_turn(engine, server):
+    a = engine(config(30_000))
     server.script({"text": "noted"}, {"text": SUMMARY, "stall": 30})
     turn(a, BIG)
     m = a.send({"op": "user_message", "content": "what did I paste?"})
@@ -114,14 +81,14 @@ if _flag:
 """
 
 
-def test_failing_sync_at_turn_boundary_is_one_error(tmp_path, server, engines):
+def test_failing_sync_at_turn_boundary_is_one_error(engine, tmp_path, server):
     """fsync fails (as on a full disk) while a flag file exists: appends succeed, the turn
     boundary's sync does not."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     flag = tmp_path / "fsync-fails"
-    a = start(engines, tmp_path, server, env={"PYTHONPATH": str(site), "JUCODE_TEST_FSYNC_FAILS": str(flag)})
+    a = engine(config(), env={"PYTHONPATH": str(site), "JUCODE_TEST_FSYNC_FAILS": str(flag)})
     sid = a.wait_for("startup")["session_id"]
     server.script({"text": "one"}, {"text": "two"}, {"text": "three"})
     turn(a, "first")
@@ -138,9 +105,9 @@ def test_failing_sync_at_turn_boundary_is_one_error(tmp_path, server, engines):
     assert side["entries_count"] == 6                      # the retried sync saved everything
 
 
-def test_failing_sidecar_write_is_one_error(tmp_path, server, engines):
+def test_failing_sidecar_write_is_one_error(engine, server):
     """A directory where the sidecar's temp file goes makes that write fail (EISDIR) even as root."""
-    a = start(engines, tmp_path, server)
+    a = engine(config())
     sid = a.wait_for("startup")["session_id"]
     server.script({"text": "one"}, {"text": "two"}, {"text": "three"})
     turn(a, "first")

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
+from harness import run_turn as turn
 
 from jucode.session.summary import list_sessions
 
@@ -22,25 +22,9 @@ MODELS = [{"name": "gpt-test", "context_window": 200_000, "max_output_tokens": 4
 
 
 @pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def eng(tmp_path, server):
-    e = EngineProc(tmp_path, server, config={"retry_attempts": 0, "models": MODELS},
-                   env={"JUCODE_RESUME_SUMMARY_IDLE_SECONDS": IDLE})
-    e.wait_startup()
-    yield e
-    e.close()
-
-
-def turn(eng, text: str) -> int:
-    m = eng.send({"op": "user_message", "content": text})
-    eng.wait_status("ready", start=m, timeout=15)
-    return m
+def eng(engine):
+    return engine({"retry_attempts": 0, "models": MODELS},
+                  env={"JUCODE_RESUME_SUMMARY_IDLE_SECONDS": IDLE})
 
 
 def sidecar(eng) -> dict:

@@ -8,38 +8,10 @@ import json
 
 import pytest
 
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
+from harness import run_turn as turn
 
 CONFIG = {"retry_attempts": 0}
-
-
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def engines():
-    started = []
-    yield started
-    for e in started:
-        e.close()
-
-
-def start(engines, tmp_path, server, **kw) -> EngineProc:
-    e = EngineProc(tmp_path, server, config=CONFIG, **kw)
-    engines.append(e)
-    e.wait_startup()
-    return e
-
-
-def turn(eng, text: str) -> int:
-    m = eng.send({"op": "user_message", "content": text})
-    eng.wait_status("ready", start=m, timeout=15)
-    return m
 
 
 def resume(eng, sid: str) -> int:
@@ -53,8 +25,8 @@ def journal_of(eng, sid: str):
     return next(eng.profile.glob(f"sessions/*/{sid}.jsonl"))
 
 
-def test_resume_across_restart_keeps_context_model_and_branch(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_resume_across_restart_keeps_context_model_and_branch(engine, server):
+    a = engine(CONFIG)
     sid = a.wait_for("startup")["session_id"]
     a.send({"op": "command", "input": "/model gpt-alt"})
     server.script({"text": "reply one"}, {"text": "reply two"}, {"text": "reply two bis"})
@@ -68,7 +40,7 @@ def test_resume_across_restart_keeps_context_model_and_branch(tmp_path, server, 
     cfg["model"] = "gpt-test"                      # the new engine starts on another model
     (a.profile / "config.json").write_text(json.dumps(cfg))
 
-    b = start(engines, tmp_path, server)
+    b = engine(CONFIG)
     assert b.wait_for("startup")["model"] == "gpt-test"
     m = b.send({"op": "command", "input": "/resume"})
     view = b.wait_for("resume_view", start=m)
@@ -94,8 +66,8 @@ def test_resume_across_restart_keeps_context_model_and_branch(tmp_path, server, 
     assert b.since(m, "status")[-1]["session"] == sid
 
 
-def test_sigkill_mid_stream_then_resume_has_every_written_entry(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_sigkill_mid_stream_then_resume_has_every_written_entry(engine, server):
+    a = engine(CONFIG)
     sid = a.wait_for("startup")["session_id"]
     a.send({"op": "set_approval_mode", "mode": "full-access"})
     server.script({"tool_calls": [{"name": "bash", "arguments": {"command": "echo tool-ran"}, "call_id": "k1"}]},
@@ -106,7 +78,7 @@ def test_sigkill_mid_stream_then_resume_has_every_written_entry(tmp_path, server
     a.proc.kill()
     a.proc.wait(5)
 
-    b = start(engines, tmp_path, server)
+    b = engine(CONFIG)
     m = resume(b, sid)
     assert b.since(m, "error") == []
     items = b.since(m, "transcript")[0]["items"]
@@ -118,8 +90,8 @@ def test_sigkill_mid_stream_then_resume_has_every_written_entry(tmp_path, server
     assert "run something" in body and "tool-ran" in body and '"k1"' in body
 
 
-def test_torn_last_line_still_loads_with_info(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_torn_last_line_still_loads_with_info(engine, server):
+    a = engine(CONFIG)
     sid = a.wait_for("startup")["session_id"]
     server.script({"text": "kept reply"})
     turn(a, "kept question")
@@ -128,7 +100,7 @@ def test_torn_last_line_still_loads_with_info(tmp_path, server, engines):
     with open(path, "ab") as f:
         f.write(b'{"type":"entry","entry":{"id":99,"parent_id":2,"created_at":1,"kind":{"type":"us')
 
-    b = start(engines, tmp_path, server)
+    b = engine(CONFIG)
     m = resume(b, sid)
     infos = [e["message"] for e in b.since(m, "info")]
     assert any("torn" in i for i in infos), infos
@@ -143,12 +115,12 @@ def test_torn_last_line_still_loads_with_info(tmp_path, server, engines):
 
 
 @pytest.mark.slow          # the lock waits its upstream 2 s before giving up
-def test_second_engine_gets_the_lock_error_and_keeps_serving(tmp_path, server, engines):
-    a = start(engines, tmp_path, server)
+def test_second_engine_gets_the_lock_error_and_keeps_serving(engine, server):
+    a = engine(CONFIG)
     sid = a.wait_for("startup")["session_id"]
     server.script({"text": "mine"})
     turn(a, "hold the lock")
-    b = start(engines, tmp_path, server)
+    b = engine(CONFIG)
     m = resume(b, sid)
     err = b.since(m, "error")[0]["message"]
     assert err.startswith(f"session {sid} is already open by pid {a.proc.pid}; close it first or delete ")
@@ -169,13 +141,13 @@ if _lim:
 """
 
 
-def test_disk_full_on_journal_is_an_error_and_engine_keeps_serving(tmp_path, server, engines):
+def test_disk_full_on_journal_is_an_error_and_engine_keeps_serving(engine, tmp_path, server):
     """RLIMIT_FSIZE makes writes past 64 KiB fail with EFBIG, as a full disk would (we run as
     root in CI, so permission bits would not stop the writes)."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    a = start(engines, tmp_path, server, env={"PYTHONPATH": str(site), "JUCODE_TEST_FSIZE": str(64 * 1024)})
+    a = engine(CONFIG, env={"PYTHONPATH": str(site), "JUCODE_TEST_FSIZE": str(64 * 1024)})
     sid = a.wait_for("startup")["session_id"]
     server.script({"text": "small"}, {"text": "big one answered"}, {"text": "still serving"})
     turn(a, "small first")
@@ -188,7 +160,7 @@ def test_disk_full_on_journal_is_an_error_and_engine_keeps_serving(tmp_path, ser
     assert texts[-1] == "are you there?" and "x" * 70_000 in texts   # memory keeps the conversation
     a.close()
     # what reached the disk before the failure still loads
-    b = start(engines, tmp_path, server)
+    b = engine(CONFIG)
     m = resume(b, sid)
     assert b.since(m, "error") == []
     assert [i["content"] for i in b.since(m, "transcript")[0]["items"]][:2] == ["small first", "small"]

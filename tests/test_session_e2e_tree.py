@@ -5,31 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
+from harness import run_turn as turn
 
 CONFIG = {"edit_tools": ["write", "str_replace"], "retry_attempts": 0}
 
 
 @pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def eng(tmp_path, server):
-    e = EngineProc(tmp_path, server, config=CONFIG)
-    e.wait_startup()
-    yield e
-    e.close()
-
-
-def turn(eng, text: str) -> int:
-    m = eng.send({"op": "user_message", "content": text})
-    eng.wait_status("ready", start=m, timeout=15)
-    return m
+def eng(engine):
+    return engine(CONFIG)
 
 
 def command(eng, text: str, until: str = "status") -> tuple[int, dict]:

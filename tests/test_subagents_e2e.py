@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
+from harness import pid_alive
 
 
 def child(path: str) -> str:
@@ -24,27 +24,7 @@ def call(name, args, call_id=None):
     return c
 
 
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def engines():
-    started = []
-
-    def start(tmp_path, server, **cfg):
-        config = {"edit_tools": ["write", "str_replace"]}
-        config.update(cfg)
-        e = EngineProc(tmp_path, server, config=config)
-        started.append(e)
-        e.wait_startup()
-        return e
-    yield start
-    for e in started:
-        e.close()
+CONFIG = {"edit_tools": ["write", "str_replace"]}
 
 
 def outputs_of(server, name=None):
@@ -58,8 +38,8 @@ def lifecycle(eng, m, path=None):
             if path is None or e["path"] == path]
 
 
-def test_two_children_run_concurrently_and_parent_gets_both(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_two_children_run_concurrently_and_parent_gets_both(server, engine):
+    eng = engine(CONFIG)
     server.script(
         {"tool_calls": [call("spawn_agent", {"task_name": "alpha", "message": "Count the alphas"}, "sp_a"),
                         call("spawn_agent", {"task_name": "beta", "message": "Count the betas"}, "sp_b")]},
@@ -117,8 +97,8 @@ def test_two_children_run_concurrently_and_parent_gets_both(tmp_path, server, en
     assert not [e for e in eng.since(m, "usage") if e["input_tokens"] in (1000, 2000)]
 
 
-def test_depth_and_live_limits_error_as_upstream(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_depth_and_live_limits_error_as_upstream(server, engine):
+    eng = engine(CONFIG)
     spawns = [call("spawn_agent", {"task_name": f"k{i}", "message": "wait"}, f"s{i}") for i in range(5)]
     server.script(
         {"tool_calls": spawns + [
@@ -160,8 +140,8 @@ def test_depth_and_live_limits_error_as_upstream(tmp_path, server, engines):
     assert parent_outs["k0w"]["status"]["/root/k0/g"] == {"completed": "grandchild gave up"}
 
 
-def test_child_gated_bash_asks_with_its_path(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_child_gated_bash_asks_with_its_path(server, engine):
+    eng = engine(CONFIG)
     server.script(
         {"tool_calls": [call("spawn_agent", {"task_name": "runner", "message": "run it"}, "sp"),
                         call("wait_agent", {}, "w")]},
@@ -179,26 +159,14 @@ def test_child_gated_bash_asks_with_its_path(tmp_path, server, engines):
     assert json.loads(outputs_of(server)["w"])["status"]["/root/runner"] == {"completed": "ran it"}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _sleepers(marker: str) -> list:
     out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
-    return [int(p) for p in out if _alive(int(p))]
+    return [int(p) for p in out if pid_alive(int(p))]
 
 
 @pytest.mark.slow
-def test_interrupt_closes_children_and_kills_their_processes(tmp_path, server, engines):
-    eng = engines(tmp_path, server, approval_mode="full-access")
+def test_interrupt_closes_children_and_kills_their_processes(server, engine):
+    eng = engine({**CONFIG, "approval_mode": "full-access"})
     marker = f"30.{os.getpid()}{int(time.time() * 1000) % 100000}"
     server.script(
         {"tool_calls": [call("spawn_agent", {"task_name": "one", "message": "sleep"}, "s1"),
@@ -228,8 +196,8 @@ def test_interrupt_closes_children_and_kills_their_processes(tmp_path, server, e
 
 
 @pytest.mark.slow
-def test_agent_runs_pushes_are_throttled(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_agent_runs_pushes_are_throttled(server, engine):
+    eng = engine(CONFIG)
     text = "x" * 120
     server.script(
         {"tool_calls": [call("spawn_agent", {"task_name": "slow", "message": "stream slowly"}, "s"),
@@ -255,7 +223,7 @@ def _git(cwd, *args):
     subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True)
 
 
-def test_worktree_children_edit_same_file_in_their_own_trees(tmp_path, server, engines):
+def test_worktree_children_edit_same_file_in_their_own_trees(tmp_path, server, engine):
     work = tmp_path / "work"
     work.mkdir()
     _git(work, "init", "-q")
@@ -264,7 +232,7 @@ def test_worktree_children_edit_same_file_in_their_own_trees(tmp_path, server, e
     (work / "shared.txt").write_text("original\n")
     _git(work, "add", "shared.txt")
     _git(work, "commit", "-q", "-m", "init")
-    eng = engines(tmp_path, server, approval_mode="full-access")
+    eng = engine({**CONFIG, "approval_mode": "full-access"})
     script = [
         {"tool_calls": [call("spawn_agent", {"task_name": "left", "message": "edit", "isolation": "worktree"}, "sl"),
                         call("spawn_agent", {"task_name": "right", "message": "edit", "isolation": "worktree"}, "sr"),
@@ -306,8 +274,8 @@ def test_worktree_children_edit_same_file_in_their_own_trees(tmp_path, server, e
     assert tools[0]["name"] == "read" and '"shared.txt"' in tools[0]["input"] and tools[0]["running"] is False
 
 
-def test_failing_child_errors_with_partial_output_mail_and_close(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_failing_child_errors_with_partial_output_mail_and_close(server, engine):
+    eng = engine(CONFIG)
     server.script(
         {"tool_calls": [
             call("spawn_agent", {"task_name": "bad", "message": "overrun", "max_tool_calls": 1}, "sb"),
@@ -354,8 +322,8 @@ def test_failing_child_errors_with_partial_output_mail_and_close(tmp_path, serve
     assert {"role": "user", "content": "EXTRA-NOTE"} in items
 
 
-def test_unattended_child_call_is_deferred_with_its_path(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_unattended_child_call_is_deferred_with_its_path(server, engine):
+    eng = engine(CONFIG)
     m0 = eng.send({"op": "set_attended", "attended": False})
     eng.wait_for("attended", start=m0)
     server.script(
@@ -374,12 +342,12 @@ def test_unattended_child_call_is_deferred_with_its_path(tmp_path, server, engin
     assert any("submitted for confirmation" in t for t in request_input_texts(child_req))
 
 
-def test_child_model_effort_and_usage_fold_into_session_cost(tmp_path, server, engines):
-    eng = engines(tmp_path, server, models=[
+def test_child_model_effort_and_usage_fold_into_session_cost(server, engine):
+    eng = engine({**CONFIG, "models": [
         {"name": "gpt-test"},
         {"name": "kid-model", "input_cost": 1_000_000, "cached_input_cost": 0, "output_cost": 2_000_000,
          "reasoning_efforts": ["low", "high"]}],
-        subagent_models=[{"name": "kid-model", "description": "cheap helper"}])
+        "subagent_models": [{"name": "kid-model", "description": "cheap helper"}]})
     server.script(
         {"tool_calls": [call("spawn_agent", {"task_name": "kid", "message": "help", "model": "kid-model"}, "sp"),
                         call("spawn_agent", {"task_name": "kid2", "message": "help", "model": "kid-model",
@@ -400,8 +368,8 @@ def test_child_model_effort_and_usage_fold_into_session_cost(tmp_path, server, e
     assert not [e for e in eng.since(m, "usage") if e["input_tokens"] == 3]
 
 
-def test_turn_end_closes_leftovers_and_earlier_turns_stay_listed(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_turn_end_closes_leftovers_and_earlier_turns_stay_listed(server, engine):
+    eng = engine(CONFIG)
     server.script(
         {"tool_calls": [call("spawn_agent", {"task_name": "lazy", "message": "take your time"}, "sp")]},
         {"text": "not waiting"},

@@ -7,31 +7,9 @@ import time
 
 import pytest
 
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
 from test_mcp_engine import FAULT, server_state
 from test_subagents_e2e import call, child, outputs_of
-
-
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def engines():
-    started = []
-
-    def start(tmp_path, server, **cfg):
-        e = EngineProc(tmp_path, server, config=cfg)
-        started.append(e)
-        e.wait_startup()
-        return e
-    yield start
-    for e in started:
-        e.close()
 
 
 def requests_of(server, path):
@@ -39,8 +17,8 @@ def requests_of(server, path):
 
 
 @pytest.mark.slow
-def test_timed_out_child_errors_and_wait_agent_sees_it(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_timed_out_child_errors_and_wait_agent_sees_it(server, engine):
+    eng = engine()
     server.script(
         {"tool_calls": [call("spawn_agent", {"task_name": "stuck", "message": "never answers",
                                              "timeout_secs": 10}, "sp"),
@@ -65,9 +43,9 @@ def test_timed_out_child_errors_and_wait_agent_sees_it(tmp_path, server, engines
     assert row["state"] == "errored" and row["error"] == "subagent timed out"
 
 
-def test_children_get_mcp_tools_but_not_host_tools(tmp_path, server, engines):
-    eng = engines(tmp_path, server, approval_mode="full-access",
-                  mcp_servers=[{"name": "ok", "command": sys.executable, "args": [FAULT, "good"]}])
+def test_children_get_mcp_tools_but_not_host_tools(server, engine):
+    eng = engine(dict(approval_mode="full-access",
+                  mcp_servers=[{"name": "ok", "command": sys.executable, "args": [FAULT, "good"]}]))
     try:
         server_state(eng, "ok", "connected", timeout=15)
     except AssertionError as e:
@@ -98,8 +76,8 @@ def test_children_get_mcp_tools_but_not_host_tools(tmp_path, server, engines):
     assert tools[0]["name"] == "mcp__ok__echo" and tools[0]["is_error"] is False
 
 
-def test_fork_turns_from_a_child_forks_its_own_conversation(tmp_path, server, engines):
-    eng = engines(tmp_path, server)
+def test_fork_turns_from_a_child_forks_its_own_conversation(server, engine):
+    eng = engine()
     server.script({"text": "noted"})
     m0 = eng.send({"op": "user_message", "content": "SESSION-ONLY-MARK remember this"})
     eng.wait_status("ready", start=m0, timeout=10)

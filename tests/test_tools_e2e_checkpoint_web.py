@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from test_tools_e2e_support import call, eng, fco, full_access, out_obj, outputs, run_calls, server  # noqa: F401
+from test_tools_e2e_support import call, eng, fco, full_access, out_obj, outputs, run_calls  # noqa: F401
 
 CAP = 2 * 1024 * 1024
 PAGE = (b"<!DOCTYPE html><html><head><title>The  Title</title><style>body{color:red}</style>"

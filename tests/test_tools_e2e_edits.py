@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 
-from harness import EngineProc
 from jucode.tools.hashline import format_hashlines
 from test_tools_e2e_support import (call, eng, fco, full_access, out_obj, outputs, run_calls,  # noqa: F401
-                                    server, tool_names)
+                                    tool_names)
 
 NOT_READ_EDIT = "edit requires reading this file first so oldText matches bytes on disk"
 NOT_READ_HASHLINE = ("hashline_edit requires reading this file first and copying LINE#HASH anchors "
@@ -91,8 +90,8 @@ def test_every_builtin_returns_one_object_and_is_error_rule(eng, server):
     assert json.loads(fco(server, "b3")["output"])["exit_code"] == 3
 
 
-def test_default_edit_tools_offer_only_hashline_edit(tmp_path, server):
-    e = EngineProc(tmp_path, server, config={})
+def test_default_edit_tools_offer_only_hashline_edit(engine, server):
+    e = engine(wait=False)
     try:
         e.wait_startup()
         (e.cwd / "x.txt").write_text("x\n")
@@ -115,8 +114,8 @@ def test_default_edit_tools_offer_only_hashline_edit(tmp_path, server):
         e.close()
 
 
-def test_configured_edit_tools_are_offered(tmp_path, server):
-    e = EngineProc(tmp_path, server, config={"edit_tools": ["write", "str_replace"]})
+def test_configured_edit_tools_are_offered(engine, server):
+    e = engine({"edit_tools": ["write", "str_replace"]}, wait=False)
     try:
         e.wait_startup()
         m = run_calls(e, server, [call("hashline_edit", {"path": "a", "edits": []}, "h")])

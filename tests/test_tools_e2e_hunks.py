@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from test_tools_e2e_support import call, eng, fco, out_obj, outputs, read_file, server  # noqa: F401
+from test_tools_e2e_support import call, eng, fco, out_obj, outputs, read_file  # noqa: F401
 
 LINES = [f"line {i}\n" for i in range(1, 31)]
 

@@ -10,8 +10,7 @@ import os
 import threading
 import time
 
-from test_tools_e2e_support import (call, eng, fco, full_access, out_obj, outputs, run_calls,  # noqa: F401
-                                    server)
+from test_tools_e2e_support import call, eng, fco, full_access, out_obj, outputs, run_calls  # noqa: F401
 
 # A real 1x1 PNG.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")

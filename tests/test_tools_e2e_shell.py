@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 
-from test_tools_e2e_support import (call, eng, fco, full_access, out_obj, outputs, run_calls,  # noqa: F401
-                                    server, start_engine, tool_names)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from harness import pid_alive, wait_until
+from test_tools_e2e_support import (CONFIG, call, eng, fco, full_access, out_obj, outputs,  # noqa: F401
+                                    run_calls, tool_names)
 
 
-def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def test_exec_command_session_fed_by_write_stdin_and_killed_on_shutdown(tmp_path, server):
-    e = start_engine(tmp_path, server)
+def test_exec_command_session_fed_by_write_stdin_and_killed_on_shutdown(engine, server):
+    e = engine(CONFIG)
     try:
         full_access(e)
         m = run_calls(e, server, [call("exec_command", {"cmd": "echo $$ > cat.pid; exec cat",
@@ -38,7 +21,7 @@ def test_exec_command_session_fed_by_write_stdin_and_killed_on_shutdown(tmp_path
                                    "or send input")
         sid = started["session_id"]
         pid = int((e.cwd / "cat.pid").read_text())
-        assert _alive(pid)
+        assert pid_alive(pid)
         # a later turn feeds the session
         m = run_calls(e, server, [call("write_stdin", {"session_id": sid, "text": "echo me please\n",
                                                        "yield_time_ms": 400}, "x2")])
@@ -55,7 +38,7 @@ def test_exec_command_session_fed_by_write_stdin_and_killed_on_shutdown(tmp_path
     finally:
         e.close()
     assert e.proc.returncode == 0
-    assert _wait_gone(pid), f"cat session {pid} survived engine shutdown"
+    assert wait_until(lambda: not pid_alive(pid)), f"cat session {pid} survived engine shutdown"
 
 
 def _bad_calls() -> list:

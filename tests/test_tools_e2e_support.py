@@ -10,31 +10,15 @@ import json
 
 import pytest
 
-from fakeserver import FakeModelServer
 from harness import EngineProc
 
 
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-def start_engine(tmp_path, server, **cfg) -> EngineProc:
-    """Engine with the given config (default: every edit tool enabled)."""
-    config = {"edit_tools": ["write", "str_replace", "hashline_edit", "apply_patch"]}
-    config.update(cfg)
-    e = EngineProc(tmp_path, server, config=config)
-    e.wait_startup()
-    return e
+CONFIG = {"edit_tools": ["write", "str_replace", "hashline_edit", "apply_patch"]}   # every edit tool
 
 
 @pytest.fixture
-def eng(tmp_path, server):
-    e = start_engine(tmp_path, server)
-    yield e
-    e.close()
+def eng(engine):
+    return engine(CONFIG)
 
 
 def full_access(eng: EngineProc) -> None:

@@ -8,16 +8,15 @@ import subprocess
 
 import pytest
 
-from harness import EngineProc
-from test_tools_e2e_support import call, fco, full_access, out_obj, outputs, run_calls, server  # noqa: F401
+from test_tools_e2e_support import call, fco, full_access, out_obj, outputs, run_calls
 
 ENGINES = [pytest.param({}, id="rg", marks=pytest.mark.skipif(not shutil.which("rg"), reason="rg not installed")),
            pytest.param({"JUCODE_NO_RG": "1"}, id="fallback")]
 
 
 @pytest.mark.parametrize("env", ENGINES)
-def test_ripgrep_same_through_engine(tmp_path, server, env):
-    e = EngineProc(tmp_path, server, config={}, env=env)
+def test_ripgrep_same_through_engine(engine, server, env):
+    e = engine(env=env, wait=False)
     try:
         e.wait_startup()
         subprocess.run(["git", "init", "-q", str(e.cwd)], check=True)

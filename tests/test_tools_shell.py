@@ -1,30 +1,9 @@
-import os
 import threading
 import time
 
+from harness import pid_alive, wait_until
 from jucode.tools.shell import ShellSessions
 from test_tools_helpers import call, make_ctx
-
-
-def _wait_for(cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie reaped by nobody still "exists": check its state
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_bash_success_and_failure(tmp_path):
@@ -66,15 +45,15 @@ def test_interrupt_kills_grandchild(tmp_path):
     t = threading.Thread(target=lambda: box.update(r=call(ctx, "bash", {
         "command": f"sh -c 'sleep 60 & echo $! > {pidfile}; wait'"})))
     t.start()
-    assert _wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
+    assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip())
     pid = int(pidfile.read_text())
-    assert _alive(pid)
+    assert pid_alive(pid)
     t0 = time.monotonic()
     ctx.interrupt.set()
     t.join(5)
     assert not t.is_alive() and time.monotonic() - t0 < 1.0
     assert box["r"][0]["error"] == "interrupted"
-    assert _wait_for(lambda: not _alive(pid), 5)
+    assert wait_until(lambda: not pid_alive(pid), 5)
 
 
 def test_output_truncation(tmp_path):
@@ -100,12 +79,12 @@ def test_sessions(tmp_path):
     res, _ = call(ctx, "exec_command", {"cmd": "echo $$; sleep 60", "yield_time_ms": 200})
     sid2 = res["session_id"]
     assert sid2 > sid
-    assert _wait_for(lambda: call(ctx, "write_stdin", {"session_id": sid2, "yield_time_ms": 0})[0]["stdout"])
+    assert wait_until(lambda: call(ctx, "write_stdin", {"session_id": sid2, "yield_time_ms": 0})[0]["stdout"])
     pid = int(call(ctx, "write_stdin", {"session_id": sid2, "yield_time_ms": 0})[0]["stdout"])
     other = make_ctx(tmp_path, shell_sessions=sessions, agent_path="/root/child")
     assert "error" in call(other, "write_stdin", {"session_id": sid2})[0]
     sessions.close_all()
-    assert _wait_for(lambda: not _alive(pid), 5)
+    assert wait_until(lambda: not pid_alive(pid), 5)
     # finished within the yield window -> a normal result, no session
     res, _ = call(ctx, "exec_command", {"cmd": "echo quick", "yield_time_ms": 5000})
     assert res["stdout"] == "quick\n" and "session_id" not in res

@@ -1,35 +1,20 @@
 """Real turns through the engine subprocess against the scripted model server."""
 
-import os
 import signal
 import time
 
 import pytest
 
-from fakeserver import FakeModelServer, request_input_texts
-from harness import EngineProc
+from fakeserver import request_input_texts
+from harness import pid_alive
+
+
+CONFIG = {"edit_tools": ["write", "str_replace"]}
 
 
 @pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-def start(tmp_path, server, **cfg):
-    config = {"edit_tools": ["write", "str_replace"]}
-    config.update(cfg)
-    e = EngineProc(tmp_path, server, config=config)
-    e.wait_startup()
-    return e
-
-
-@pytest.fixture
-def eng(tmp_path, server):
-    e = start(tmp_path, server)
-    yield e
-    e.close()
+def eng(engine):
+    return engine(CONFIG)
 
 
 def test_streamed_text_turn_event_order(eng, server):
@@ -86,20 +71,17 @@ def test_tool_call_output_reaches_second_request(eng, server):
     assert len([e for e in eng.since(m) if e["type"] == "usage"]) == 2
 
 
-def test_chat_completions_protocol(tmp_path, server):
-    e = start(tmp_path, server, protocol="chat")
-    try:
-        server.script({"text": "chat says hi", "reasoning": "hmm"})
-        m = e.send({"op": "user_message", "content": "hello"})
-        e.wait_status("ready", start=m)
-        assert "".join(x["delta"] for x in e.since(m, "assistant_delta")) == "chat says hi"
-        assert "".join(x["delta"] for x in e.since(m, "reasoning_delta")) == "hmm"
-        req = server.requests[-1]
-        assert req["path"].endswith("/chat/completions")
-        assert req["body"]["messages"][0]["role"] == "system"
-        assert req["body"]["stream_options"] == {"include_usage": True}
-    finally:
-        e.close()
+def test_chat_completions_protocol(engine, server):
+    e = engine({**CONFIG, "protocol": "chat"})
+    server.script({"text": "chat says hi", "reasoning": "hmm"})
+    m = e.send({"op": "user_message", "content": "hello"})
+    e.wait_status("ready", start=m)
+    assert "".join(x["delta"] for x in e.since(m, "assistant_delta")) == "chat says hi"
+    assert "".join(x["delta"] for x in e.since(m, "reasoning_delta")) == "hmm"
+    req = server.requests[-1]
+    assert req["path"].endswith("/chat/completions")
+    assert req["body"]["messages"][0]["role"] == "system"
+    assert req["body"]["stream_options"] == {"include_usage": True}
 
 
 def test_manual_mode_deny_then_allow_with_file_system_checked(eng, server):
@@ -180,19 +162,16 @@ def test_dropped_connection_and_truncated_stream_are_retried(eng, server):
     assert not eng.since(m, "error")
 
 
-def test_missing_api_key(tmp_path, server):
-    e = EngineProc(tmp_path, server, config={}, api_key=None)
-    try:
-        e.wait_startup()
-        ms = [x for x in e.events if x["type"] == "model_status"][0]
-        assert ms.get("api_key") == "missing"
-        m = e.send({"op": "user_message", "content": "hi"})
-        err = e.wait_for("error", start=m)
-        assert "OPENAI_API_KEY is not set" in err["message"]
-        e.wait_status("ready", start=m)
-        assert not server.requests
-    finally:
-        e.close()
+def test_missing_api_key(engine, server):
+    e = engine(api_key=None, wait=False)
+    e.wait_startup()
+    ms = [x for x in e.events if x["type"] == "model_status"][0]
+    assert ms.get("api_key") == "missing"
+    m = e.send({"op": "user_message", "content": "hi"})
+    err = e.wait_for("error", start=m)
+    assert "OPENAI_API_KEY is not set" in err["message"]
+    e.wait_status("ready", start=m)
+    assert not server.requests
 
 
 def test_images_and_files_attachments(eng, server, tmp_path):
@@ -266,7 +245,7 @@ def test_interrupt_kills_process_group_and_queue_survives(eng, server, tmp_path)
     i = eng.send({"op": "interrupt"})
     assert eng.wait_for("info", start=i)["message"] == "request interrupted"
     eng.wait_status("interrupted", start=i)
-    while _alive(pid):
+    while pid_alive(pid):
         assert time.monotonic() - t0 < 1.0, "grandchild survived the interrupt"
         time.sleep(0.02)
     # the queued message still starts as the next turn
@@ -291,8 +270,8 @@ def test_interrupt_mid_stream_and_interrupt_with_index(eng, server):
     eng.send({"op": "interrupt"})             # idle or running "A": either way no crash
 
 
-def test_eof_mid_turn_exits_zero_and_leaves_no_child(tmp_path, server):
-    e = start(tmp_path, server, approval_mode="full-access")
+def test_eof_mid_turn_exits_zero_and_leaves_no_child(engine, tmp_path, server):
+    e = engine({**CONFIG, "approval_mode": "full-access"})
     pidfile = tmp_path / "pid2"
     server.script({"tool_calls": [{"name": "bash", "arguments": {"command": f"sleep 30 & echo $! > {pidfile}; wait"},
                                    "call_id": "b9"}]})
@@ -306,22 +285,10 @@ def test_eof_mid_turn_exits_zero_and_leaves_no_child(tmp_path, server):
     e.close_stdin()
     assert e.wait_exit(10) == 0
     t0 = time.monotonic()
-    while _alive(pid):
+    while pid_alive(pid):
         assert time.monotonic() - t0 < 2.0, "child outlived the engine"
         time.sleep(0.02)
     e.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def test_parallel_read_batch_outputs_in_call_order(eng, server):
@@ -350,9 +317,9 @@ def test_unknown_tool_and_bad_arguments_are_tool_errors(eng, server):
     assert outs["x2"]["is_error"] and "invalid JSON arguments" in outs["x2"]["output"]
 
 
-def test_kill_signal_mid_turn_does_not_hang_engine(tmp_path, server):
+def test_kill_signal_mid_turn_does_not_hang_engine(engine):
     """SIGTERM makes the engine exit; what happens then is the OS's business, not a hang."""
-    e = start(tmp_path, server)
+    e = engine(CONFIG)
     e.proc.send_signal(signal.SIGTERM)
     e.wait_exit(10)
     e.close()
