@@ -33,26 +33,12 @@ def idle(tmp_path_factory, shared_server):
     e.close()
 
 
-@pytest.fixture
-def server():
-    s = FakeModelServer()
-    yield s
-    s.close()
-
-
-def start(tmp_path, server, **cfg):
-    config = {"edit_tools": ["write", "str_replace"], "retry_attempts": 0}
-    config.update(cfg)
-    e = EngineProc(tmp_path, server, config=config)
-    e.wait_startup()
-    return e
+CONFIG = {"edit_tools": ["write", "str_replace"], "retry_attempts": 0}
 
 
 @pytest.fixture
-def eng(tmp_path, server):
-    e = start(tmp_path, server)
-    yield e
-    e.close()
+def eng(engine):
+    return engine(CONFIG)
 
 
 def roundtrip(e: EngineProc, op) -> list[dict]:
@@ -304,42 +290,30 @@ def test_user_message_bad_images_type_is_error(idle):
     assert [e["type"] for e in evs] == ["error"]
 
 
-def test_quit_command_exits_zero(tmp_path, server):
-    e = start(tmp_path, server)
-    try:
-        e.send({"op": "command", "input": "/quit"})
-        assert e.wait_exit(10) == 0
-    finally:
-        e.close()
+def test_quit_command_exits_zero(engine):
+    e = engine(CONFIG)
+    e.send({"op": "command", "input": "/quit"})
+    assert e.wait_exit(10) == 0
 
 
-def test_exit_command_exits_zero(tmp_path, server):
-    e = start(tmp_path, server)
-    try:
-        e.send({"op": "command", "input": "/exit"})
-        assert e.wait_exit(10) == 0
-    finally:
-        e.close()
+def test_exit_command_exits_zero(engine):
+    e = engine(CONFIG)
+    e.send({"op": "command", "input": "/exit"})
+    assert e.wait_exit(10) == 0
 
 
-def test_shutdown_exits_zero_without_events(tmp_path, server):
-    e = start(tmp_path, server)
-    try:
-        m = e.send({"op": "shutdown", "session": "x"})
-        assert e.wait_exit(10) == 0
-        e._reader.join(5)
-        assert [x["type"] for x in e.since(m) if x["type"] != "model_status"] == []
-    finally:
-        e.close()
+def test_shutdown_exits_zero_without_events(engine):
+    e = engine(CONFIG)
+    m = e.send({"op": "shutdown", "session": "x"})
+    assert e.wait_exit(10) == 0
+    e._reader.join(5)
+    assert [x["type"] for x in e.since(m) if x["type"] != "model_status"] == []
 
 
-def test_stdin_eof_exits_zero(tmp_path, server):
-    e = start(tmp_path, server)
-    try:
-        e.close_stdin()
-        assert e.wait_exit(10) == 0
-    finally:
-        e.close()
+def test_stdin_eof_exits_zero(engine):
+    e = engine(CONFIG)
+    e.close_stdin()
+    assert e.wait_exit(10) == 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -765,13 +739,9 @@ def test_unread_steer_runs_as_the_next_turn(eng, server):
     assert_turn_ends_not_busy(eng.since(m))
 
 
-def test_turn_that_cannot_start_still_ends_not_busy(tmp_path, server):
-    e = EngineProc(tmp_path, server, config={"retry_attempts": 0}, api_key=None)
-    try:
-        e.wait_startup()
-        m = e.send({"op": "user_message", "content": "hello"})
-        e.wait_for("error", start=m)
-        e.wait_for(lambda ev: ev.get("type") == "status" and ev["message"] not in BUSY, start=m)
-        assert_turn_ends_not_busy(e.since(m))
-    finally:
-        e.close()
+def test_turn_that_cannot_start_still_ends_not_busy(engine):
+    e = engine({"retry_attempts": 0}, api_key=None)
+    m = e.send({"op": "user_message", "content": "hello"})
+    e.wait_for("error", start=m)
+    e.wait_for(lambda ev: ev.get("type") == "status" and ev["message"] not in BUSY, start=m)
+    assert_turn_ends_not_busy(e.since(m))
