@@ -14,7 +14,7 @@ from .checkpoints import auto_checkpoint
 from .common import check_fresh, get_int, get_str, rel_label, remember, resolve, write_bytes
 from .diffs import unified_diff
 from .hashline import format_hashlines
-from .textcodec import decode_text, encode_text
+from .textcodec import decode_text, encode_text, read_for_edit
 
 IMAGE_MIMES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
                ".gif": "image/gif", ".webp": "image/webp"}
@@ -154,16 +154,7 @@ def run_str_replace(args: dict, ctx: ToolContext) -> dict:
     raw = get_str(args, "path")
     edits = validate_str_edits(args)
     path = resolve(ctx, raw, write=True)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ToolError(f"failed to read {raw}: {exc.strerror or exc}")
-    check_fresh(ctx, path, data, "edit")
-    decoded = decode_text(data)
-    if decoded is None:
-        raise ToolError("file is not supported text encoding")
-    text, enc = decoded
+    data, text, enc = read_for_edit(ctx, path, raw, "edit")
     try:
         new_text = replace_all(text, edits)
     except MatchError as exc:

@@ -12,9 +12,9 @@ from typing import List, Optional
 
 from .base import ToolContext, ToolError
 from .checkpoints import auto_checkpoint
-from .common import check_fresh, get_str, rel_label, remember, resolve, write_bytes
+from .common import get_str, rel_label, remember, resolve, write_bytes
 from .diffs import unified_diff
-from .textcodec import decode_text, encode_text
+from .textcodec import encode_text, read_for_edit
 from .xxhash32 import xxh32
 
 ALPHABET = "ZPMQVRWSNKTXJBYH"
@@ -222,16 +222,7 @@ def run_hashline_edit(args: dict, ctx: ToolContext) -> dict:
         raise ToolError("edits must not be empty")
     edits = [parse_edit(e) for e in edits_raw]
     path = resolve(ctx, raw_path, write=True)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ToolError(f"failed to read {raw_path}: {exc.strerror or exc}")
-    check_fresh(ctx, path, data, "hashline_edit")
-    decoded = decode_text(data)
-    if decoded is None:
-        raise ToolError("file is not supported text encoding")
-    text, enc = decoded
+    data, text, enc = read_for_edit(ctx, path, raw_path, "hashline_edit")
     new_text = apply_edits(text, edits)
     new_data = encode_text(new_text, enc)
     label = rel_label(path, ctx.cwd)

@@ -36,3 +36,20 @@ def encode_text(text: str, label: str) -> bytes:
         if name == label:
             return bom + text.encode(codec)
     return text.encode("utf-8")
+
+
+def read_for_edit(ctx, path: str, raw_path: str, tool: str):
+    """The common first step of every text edit: read the file, insist it is unchanged since
+    the agent read it (read-before-edit), and decode it. Returns ``(data, text, encoding)``."""
+    from .base import ToolError
+    from .common import check_fresh
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ToolError(f"failed to read {raw_path}: {exc.strerror or exc}")
+    check_fresh(ctx, path, data, tool)
+    decoded = decode_text(data)
+    if decoded is None:
+        raise ToolError("file is not supported text encoding")
+    return data, decoded[0], decoded[1]
