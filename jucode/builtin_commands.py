@@ -17,11 +17,6 @@ def _help(engine, args: str) -> None:
     engine.emit({"type": "info", "message": " ".join(names)})
 
 
-@command("/quit", description="Quit JuCode", aliases=("/exit",))
-def _quit(engine, args: str) -> None:
-    engine.request_exit()
-
-
 def _models_for_view(engine) -> list:
     try:
         from .llm.catalog import list_models
@@ -222,3 +217,6 @@ def _doctor(engine, args: str) -> None:
         engine.emit({"type": "info", "message": line})
 
 
+@command("/quit", description="Quit JuCode", aliases=("/exit",))
+def _quit(engine, args: str) -> None:
+    engine.request_exit()

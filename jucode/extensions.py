@@ -31,6 +31,8 @@ class Extensions:
         self.engine = engine
         self.hosts: list = []
         self.load_errors: list[str] = []
+        from .commands import _load_builtins
+        _load_builtins()        # the core's commands first, so /help leads command_list
         for mod_name, cls_name in HOST_FACTORIES:
             try:
                 mod = importlib.import_module(mod_name)
