@@ -2,7 +2,8 @@
 
 Workers never touch this object. They post messages into the inbox; the main loop hands them
 to :meth:`Engine.handle_worker_message`, which records items, forwards public events and
-ends turns. Ops arrive through :meth:`Engine.handle_line` and are dispatched by ``ops.OPS``.
+ends turns. Ops arrive through :meth:`Engine.handle_line` and are dispatched by the op table
+(``ops.CORE_OPS`` plus the ops hosts contribute).
 """
 
 from __future__ import annotations
