@@ -6,7 +6,7 @@ import time
 import pytest
 
 from fakeserver import request_input_texts
-from harness import pid_alive
+from harness import pid_alive, read_pid_file, wait_until
 
 
 CONFIG = {"edit_tools": ["write", "str_replace"]}
@@ -235,19 +235,14 @@ def test_interrupt_kills_process_group_and_queue_survives(eng, server, tmp_path)
                   {"text": "next turn ran"})
     m = eng.send({"op": "user_message", "content": "long"})
     eng.wait_for("tool_update", start=m)
-    deadline = time.time() + 5
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.time() < deadline
-        time.sleep(0.02)
-    pid = int(pidfile.read_text())
+    pid = read_pid_file(pidfile, 1)[0]
     eng.send({"op": "user_message", "content": "queued during run"})
     t0 = time.monotonic()
     i = eng.send({"op": "interrupt"})
     assert eng.wait_for("info", start=i)["message"] == "request interrupted"
     eng.wait_status("interrupted", start=i)
-    while pid_alive(pid):
-        assert time.monotonic() - t0 < 1.0, "grandchild survived the interrupt"
-        time.sleep(0.02)
+    assert wait_until(lambda: not pid_alive(pid), timeout=1.0 - (time.monotonic() - t0), interval=0.02), \
+        "grandchild survived the interrupt"
     # the queued message still starts as the next turn
     eng.wait_for(lambda e: e.get("type") == "user_message" and e["content"] == "queued during run", start=i)
     eng.wait_status("ready", start=i)
@@ -277,17 +272,10 @@ def test_eof_mid_turn_exits_zero_and_leaves_no_child(engine, tmp_path, server):
                                    "call_id": "b9"}]})
     m = e.send({"op": "user_message", "content": "long"})
     e.wait_for("tool_update", start=m)
-    deadline = time.time() + 5
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.time() < deadline
-        time.sleep(0.02)
-    pid = int(pidfile.read_text())
+    pid = read_pid_file(pidfile, 1)[0]
     e.close_stdin()
     assert e.wait_exit(10) == 0
-    t0 = time.monotonic()
-    while pid_alive(pid):
-        assert time.monotonic() - t0 < 2.0, "child outlived the engine"
-        time.sleep(0.02)
+    assert wait_until(lambda: not pid_alive(pid), timeout=2.0, interval=0.02), "child outlived the engine"
     e.close()
 
 

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+from ..paths import ancestors
+
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 INSTRUCTIONS_BUDGET = 64 * 1024
 TRUNCATION_SUFFIX = "\n\n[project instructions truncated by JuCode budget]\n"
@@ -27,17 +29,7 @@ class InstructionFile:
 
 def _ancestors_top_down(cwd: str) -> list[str]:
     """``/``, ``/a``, ``/a/b`` ... ending with cwd itself."""
-    cwd = os.path.abspath(cwd)
-    chain = []
-    cur = cwd
-    while True:
-        chain.append(cur)
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            break
-        cur = parent
-    chain.reverse()
-    return chain
+    return ancestors(cwd)[::-1]
 
 
 def find_git_root(cwd: str) -> Optional[str]:

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+from ..paths import ancestors
+
 log = logging.getLogger(__name__)
 
 TRUST_FILE = "trust.json"
@@ -79,14 +81,10 @@ def trust_decision(profile_dir: str, cwd: str) -> Optional[tuple[str, bool]]:
     decisions = load_trust(profile_dir)
     if not decisions:
         return None
-    cur = _canon(cwd)
-    while True:
+    for cur in ancestors(_canon(cwd)):
         if cur in decisions:
             return cur, decisions[cur]
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
+    return None
 
 
 def has_local_resources(cwd: str) -> bool:
@@ -104,19 +102,11 @@ def is_trusted(profile_dir: str, cwd: str) -> bool:
 
 def find_repo_root(cwd: str, include_self: bool = False) -> Optional[str]:
     """Nearest ancestor holding ``.git`` (cwd itself only when ``include_self``)."""
-    cur = _canon(cwd)
-    if not include_self:
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
-    while True:
+    chain = ancestors(_canon(cwd))
+    for cur in chain if include_self else chain[1:]:
         if os.path.exists(os.path.join(cur, ".git")):
             return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
+    return None
 
 
 def trust_prompt(profile_dir: str, cwd: str) -> Optional[dict]:

@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
+from ..paths import ancestors
+
 IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
 
 
@@ -150,14 +152,7 @@ def verdict(sets: List[RuleSet], path: str, is_dir: bool) -> Optional[bool]:
 
 def _in_git_repo(directory: str) -> Tuple[bool, List[str]]:
     """(inside a repo?, directories from the filesystem root down to ``directory``)."""
-    chain, d = [], directory
-    while True:
-        chain.append(d)
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    chain.reverse()
+    chain = ancestors(directory)[::-1]
     return any(os.path.exists(os.path.join(c, ".git")) for c in chain), chain
 
 
