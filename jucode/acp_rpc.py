@@ -36,30 +36,20 @@ class RpcError(Exception):
 
 class RpcPeer:
     def __init__(self, rstream, wstream):
+        from .serve import LineWriter
         self._in = rstream
-        self._out = wstream
-        self._lock = threading.Lock()
+        self._out = LineWriter(wstream)
         self._ids = itertools.count(1)
         self._waiting: dict = {}          # our request id -> callback(result, error)
         self._wlock = threading.Lock()
-        self.closed = False
 
     # -- writing (any thread) ----------------------------------------------------------------
     def send(self, msg: dict) -> None:
-        msg = dict(msg, jsonrpc="2.0")
-        try:
-            data = orjson.dumps(msg)
-        except TypeError:
-            import json
-            data = json.dumps(msg, ensure_ascii=False, default=str).encode("utf-8", "replace")
-        with self._lock:
-            if self.closed:
-                return
-            try:
-                self._out.write(data + b"\n")
-                self._out.flush()
-            except (BrokenPipeError, OSError, ValueError):
-                self.closed = True
+        self._out.write_obj(dict(msg, jsonrpc="2.0"))
+
+    @property
+    def closed(self) -> bool:
+        return self._out.broken
 
     def notify(self, method: str, params: dict) -> None:
         self.send({"method": method, "params": params})

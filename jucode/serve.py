@@ -22,6 +22,32 @@ MAX_LINE_BYTES = 16 * 1024 * 1024   # a longer line is answered with an error an
 TICK_SECONDS = 0.03
 
 
+class LineWriter:
+    """One JSON object per line on a byte stream, flushed, from any thread. Also the writer of
+    the ACP peer: both protocols share framing and the UTF-8-safe encoding."""
+
+    def __init__(self, stream):
+        self._out = stream
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def write_obj(self, obj: dict) -> None:
+        try:
+            data = orjson.dumps(obj)
+        except TypeError:
+            # Lone surrogates or odd objects: fall back to a replacement-safe encoding.
+            import json
+            data = json.dumps(obj, ensure_ascii=False, default=str).encode("utf-8", "replace")
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                self._out.write(data + b"\n")
+                self._out.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self.broken = True
+
+
 class EventWriter:
     """Serializes events, adds ``session``, writes one line and flushes. Main thread only.
 
@@ -31,10 +57,8 @@ class EventWriter:
     """
 
     def __init__(self, stream, session_getter=None):
-        self._out = stream
+        self._lines = LineWriter(stream)
         self._session = session_getter
-        self._lock = threading.Lock()    # belt and braces: a debugger may call from elsewhere
-        self.broken = False
         self._strict = os.environ.get("JUCODE_STRICT_EVENTS") == "1"
 
     def _check(self, ev: dict) -> None:
@@ -59,20 +83,11 @@ class EventWriter:
         if with_session and self._session is not None:
             ev = dict(ev)
             ev["session"] = self._session()
-        try:
-            data = orjson.dumps(ev)
-        except TypeError:
-            # Lone surrogates or odd objects: fall back to a replacement-safe encoding.
-            import json
-            data = json.dumps(ev, ensure_ascii=False, default=str).encode("utf-8", "replace")
-        with self._lock:
-            if self.broken:
-                return
-            try:
-                self._out.write(data + b"\n")
-                self._out.flush()
-            except (BrokenPipeError, OSError, ValueError):
-                self.broken = True
+        self._lines.write_obj(ev)
+
+    @property
+    def broken(self) -> bool:
+        return self._lines.broken
 
 
 class StdinReader(threading.Thread):
