@@ -63,6 +63,7 @@ class PlanHost:
 
     def turn_extra(self, extra: dict) -> None:
         extra["new_plan_id"] = new_plan_id
+        extra.setdefault("missing_tool_errors", []).append(_missing_tool_error)
 
     def internal(self, msg: dict) -> bool:
         if msg.get("type") == "_plan_draft_id":
@@ -196,3 +197,8 @@ def _plan_command(engine, args: str) -> None:
         except ModeError:
             mode = None                      # no mode given: everything is notes
     engine.ext.host("PlanHost").decide(plan_id, decision, mode, rest)
+
+
+def _missing_tool_error(name: str):
+    """propose_plan is only offered in plan mode; outside it the model gets upstream's text."""
+    return {"error": "propose_plan is only available in plan mode"} if name == "propose_plan" else None

@@ -43,11 +43,10 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
         disabled = _disabled_edit_tool(name, ctx.config)
         if disabled:
             return GateDecision(None, raw_args, result={"error": disabled})
-        if name == "propose_plan":
-            return GateDecision(None, raw_args, result={"error": "propose_plan is only available in plan mode"})
-        mcp = ctx.settings.extra.get("mcp")
-        if name.startswith("mcp__") and mcp is not None:
-            return GateDecision(None, raw_args, result=mcp.missing_tool_error(name))
+        for explain in ctx.settings.extra.get("missing_tool_errors", ()):
+            result = explain(name)        # a subsystem's own text for a tool it owns (hosts' turn_extra)
+            if result is not None:
+                return GateDecision(None, raw_args, result=result)
         alias = _resolve_alias(name)
         spec = specs.get(alias) if alias else None
     if spec is None:

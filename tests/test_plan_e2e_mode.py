@@ -218,3 +218,15 @@ def test_revise_then_approve_by_text_command(eng, server, tmp_path):
         store.close()
     assert [(i["id"], i["status"]) for i in items] == [(plan["id"], "revising"), (v2["id"], "approved")]
     assert items[0]["content"] == PLAN_MD
+
+
+def test_propose_plan_outside_plan_mode_gets_upstream_text(eng, server):
+    server.script({"tool_calls": [{"name": "propose_plan", "call_id": "p0",
+                                   "arguments": {"title": "T", "plan": "x"}}]}, {"text": "ok"})
+    m = eng.send({"op": "user_message", "content": "plan it"})
+    eng.wait_status("ready", start=m)
+    out = eng.wait_for("tool_output", start=m)
+    assert out["is_error"] is True
+    assert json.loads(out["output"]) == {"error": "propose_plan is only available in plan mode"}
+    assert "propose_plan" not in _tool_names(server.requests[0])
+    assert not eng.since(m, "proposed_plan")

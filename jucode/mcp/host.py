@@ -79,6 +79,12 @@ class McpHost:
 
     def turn_extra(self, extra: dict) -> None:
         extra["mcp"] = self.manager
+        extra.setdefault("missing_tool_errors", []).append(self.missing_tool_error)
+
+    def missing_tool_error(self, name: str):
+        """For an mcp__* call the turn has no spec for (its server went away): upstream's MCP
+        error instead of a generic unknown tool. Called on workers; the manager is thread-safe."""
+        return self.manager.missing_tool_error(name) if name.startswith("mcp__") else None
 
     # -- prompt commands -------------------------------------------------------------------
     def commands(self) -> list:
