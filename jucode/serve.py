@@ -136,10 +136,26 @@ def serve_main(argv: list[str]) -> int:
     engine.attach_writer(writer.write)
     engine.emit_startup()
     StdinReader(sys.stdin.buffer, inbox).start()
+    _exit_cleanly_on_signals(engine)
     try:
         return run_loop(engine, inbox)
     finally:
         engine.shutdown()
+
+
+def _exit_cleanly_on_signals(engine) -> None:
+    """SIGTERM/SIGHUP end the loop like stdin EOF, so shutdown still kills every command's
+    process group and MCP child and syncs the journal (the default action would orphan them).
+    The handler only flips a flag: the loop sees it within one 30 ms tick."""
+    import signal
+
+    def stop(_signum, _frame) -> None:
+        engine.exiting = True
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, stop)
+        except (ValueError, OSError):     # not the main thread (embedded use): keep defaults
+            pass
 
 
 def run_loop(engine, inbox: queue.Queue) -> int:

@@ -195,11 +195,12 @@ def _plan_draft(ctx: TurnContext, parsers: dict, ev: StreamEvent) -> None:
     parser = parsers.get(ev.call_id)
     if parser is None:
         parser = parsers[ev.call_id] = PartialPlanParser()
-        parsers[ev.call_id + ":id"] = ctx.settings.extra.get("new_plan_id", lambda: "plan-draft")()
+        plan_id = parsers[ev.call_id + ":id"] = ctx.settings.extra.get("new_plan_id", lambda: "plan-draft")()
+        # the plan host gives the finished proposed_plan this same id
+        ctx.emit({"type": "_plan_draft_id", "call_id": ev.call_id, "id": plan_id})
     title, append = parser.feed(ev.delta)
     if append or title:
         ctx.emit({"type": "plan_draft", "id": parsers[ev.call_id + ":id"], "title": title, "append": append})
-        ctx.emit({"type": "_plan_draft_id", "call_id": ev.call_id, "id": parsers[ev.call_id + ":id"]})
 
 
 # -- tools ----------------------------------------------------------------------------------

@@ -305,12 +305,19 @@ def test_unknown_tool_and_bad_arguments_are_tool_errors(eng, server):
     assert outs["x2"]["is_error"] and "invalid JSON arguments" in outs["x2"]["output"]
 
 
-def test_kill_signal_mid_turn_does_not_hang_engine(engine):
-    """SIGTERM makes the engine exit; what happens then is the OS's business, not a hang."""
-    e = engine(CONFIG)
-    e.proc.send_signal(signal.SIGTERM)
-    e.wait_exit(10)
-    e.close()
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_terminate_signal_mid_turn_exits_zero_and_leaves_no_child(engine, tmp_path, server, sig):
+    """SIGTERM/SIGHUP shut down like EOF: exit 0, the running command's group killed."""
+    e = engine({**CONFIG, "approval_mode": "full-access"})
+    pidfile = tmp_path / f"pid-{int(sig)}"
+    server.script({"tool_calls": [{"name": "bash", "arguments": {"command": f"sleep 30 & echo $! > {pidfile}; wait"},
+                                   "call_id": "t1"}]})
+    m = e.send({"op": "user_message", "content": "long"})
+    e.wait_for("tool_update", start=m)
+    pid = read_pid_file(pidfile, 1)[0]
+    e.proc.send_signal(sig)
+    assert e.wait_exit(10) == 0
+    assert wait_until(lambda: not pid_alive(pid), timeout=2.0, interval=0.02), "child outlived the engine"
 
 
 def test_steer_with_images_starts_a_new_turn(eng, server, tmp_path):
