@@ -96,7 +96,7 @@ def test_failing_sync_at_turn_boundary_is_one_error(engine, tmp_path, server):
     m = turn(a, "second")
     errors = [e["message"] for e in a.since(m, "error")]
     assert errors == ["failed to save session: [Errno 28] No space left on device"]
-    assert a.types_since(m)[-1] == "status"
+    assert [t for t in a.types_since(m) if t != "model_status"][-1] == "status"
     flag.unlink()
     m = turn(a, "third")
     assert a.since(m, "error") == []
