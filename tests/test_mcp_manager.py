@@ -190,7 +190,7 @@ def test_connect_faults_end_failed_and_others_keep_working(workspace, mode, expe
         assert view["bad"]["error"] == expected.split("failed to connect: ", 1)[1]
         t0 = time.monotonic()
         assert mgr.run_tool("mcp__bad__x", {}, ctx(workspace)) == {"error": "MCP server bad is failed"}
-        assert time.monotonic() - t0 < 0.1
+        assert time.monotonic() - t0 < 0.5   # answered at once, not after the 1 s timeout
         wait_state(mgr, inbox, "ok", "connected")
         assert mgr.run_tool("mcp__ok__echo", {}, ctx(workspace)) == {"output": "echo: {}"}
     finally:
@@ -242,7 +242,7 @@ def test_construction_is_fast_and_close_kills_every_child(workspace, tmp_path):
     t0 = time.monotonic()
     mgr = McpManager(servers, workspace, inbox)
     elapsed = time.monotonic() - t0
-    assert elapsed < 0.05, elapsed
+    assert elapsed < 0.5, elapsed   # nothing waits for the 30 s handshakes
     states = {v["name"]: v["state"] for v in mgr.servers_view()}
     assert states == {"slow0": "connecting", "slow1": "connecting", "slow2": "connecting",
                       "stub": "connecting", "off": "disabled"}

@@ -141,7 +141,7 @@ def test_cancel_during_delay_and_streaming_is_fast():
             p.stream(_req(), lambda e: None, cancel)
         elapsed = time.monotonic() - started
         timer.cancel()
-        assert elapsed < 0.1 + 0.2, elapsed
+        assert elapsed < 0.1 + 0.9, elapsed   # far below the 5 s delay / 20 s stream
         p._state[0] = "used"   # the interrupted response stays available; move on to streaming
 
 
