@@ -95,7 +95,7 @@ class AcpSession:
     def __init__(self, peer, cwd: str, load_id: Optional[str] = None, engine_argv=()):
         from .engine import Engine, EngineOptions
         self.peer = peer
-        self.inbox: queue.Queue = queue.Queue()
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         if not isinstance(cwd, str) or not os.path.isdir(cwd):
             raise RpcError(INVALID_PARAMS, f"cwd is not a directory: {cwd}")
         with _CHDIR_LOCK:

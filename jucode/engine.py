@@ -67,7 +67,7 @@ class Turn:
 
 
 class Engine(EngineControls):
-    def __init__(self, opts: EngineOptions, inbox: queue.Queue):
+    def __init__(self, opts: EngineOptions, inbox: queue.SimpleQueue):
         self.opts = opts
         self.inbox = inbox
         self.exiting = False

@@ -116,7 +116,7 @@ def prewarm(engine, modules=_PREWARM_MODULES) -> None:
         try:
             if counter is not None:
                 counter._loaded.wait(60)
-            from .tokens import trim_heap
+            from .heap import trim_heap
             trim_heap()
             for name in modules:
                 importlib.import_module(name)

@@ -93,7 +93,7 @@ class EventWriter:
 class StdinReader(threading.Thread):
     """Reads raw lines and posts ``("line", bytes)`` / ``("eof", None)``; never parses."""
 
-    def __init__(self, stream, inbox: queue.Queue):
+    def __init__(self, stream, inbox: queue.SimpleQueue):
         super().__init__(name="jucode-stdin", daemon=True)
         self._in = stream
         self._inbox = inbox
@@ -127,10 +127,12 @@ def serve_main(argv: list[str]) -> int:
     hello_writer.write({"type": "hello", "protocol": PROTOCOL_VERSION, "version": __version__},
                        with_session=False)
 
+    from .heap import single_arena
+    single_arena()                              # before any thread exists (see jucode/heap.py)
     from .engine import Engine, EngineOptions   # after hello: the engine's imports cost time
 
     opts = EngineOptions.from_argv(argv)
-    inbox: queue.Queue = queue.Queue()
+    inbox: queue.SimpleQueue = queue.SimpleQueue()   # C-level get(timeout): ~40 µs less CPU per idle tick
     engine = Engine(opts, inbox)
     writer = EventWriter(out, lambda: engine.session_id)
     engine.attach_writer(writer.write)
@@ -158,7 +160,7 @@ def _exit_cleanly_on_signals(engine) -> None:
             pass
 
 
-def run_loop(engine, inbox: queue.Queue) -> int:
+def run_loop(engine, inbox: queue.SimpleQueue) -> int:
     """The main loop: one item at a time, a tick every ~30 ms for periodic work."""
     next_tick = time.monotonic() + TICK_SECONDS
     while not engine.exiting:

@@ -193,28 +193,9 @@ def _slim(enc) -> None:
             enc._mergeable_ranks = None
     except Exception:  # pragma: no cover - attribute layout changed upstream
         return
+    from .heap import trim_heap
+
     trim_heap()
-
-
-def trim_heap() -> bool:
-    """Ask glibc to return free heap pages to the OS; False where unavailable (musl, macOS)."""
-    import gc
-
-    gc.collect()
-    try:
-        import ctypes
-        import ctypes.util
-
-        name = ctypes.util.find_library("c") or "libc.so.6"
-        libc = ctypes.CDLL(name)
-        fn = getattr(libc, "malloc_trim", None)
-        if fn is None:
-            return False
-        fn.argtypes = [ctypes.c_size_t]
-        fn(0)
-        return True
-    except Exception:
-        return False
 
 
 class Counter:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from jucode import tokens
+from jucode import heap, tokens
 
 TEXTS = [
     "hello world",
@@ -43,7 +43,7 @@ def test_engine_encoding_is_slimmed_and_heap_trim_never_raises():
         pytest.skip("packaged ranks missing (run .ci/install-llm.sh)")
     assert enc._mergeable_ranks is None
     assert enc.encode("hello world") == [24912, 2375]
-    assert tokens.trim_heap() in (True, False)
+    assert heap.trim_heap() in (True, False)
 
 
 def test_slim_can_be_disabled(monkeypatch):
@@ -57,3 +57,18 @@ def test_slim_can_be_disabled(monkeypatch):
     tokens._slim(f)
     assert f._mergeable_ranks is None
     tokens._slim(object())      # an object without the attribute is left alone, no exception
+
+
+@pytest.mark.skipif(not os.path.exists("/lib/x86_64-linux-gnu/libc.so.6") and not os.path.exists("/usr/lib/libc.so.6"),
+                    reason="glibc only")
+def test_single_arena_applies_once_and_defers_to_an_explicit_malloc_arena_max():
+    import subprocess
+    import sys
+
+    code = "from jucode import heap; print(heap.single_arena())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    mine = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
+    theirs = subprocess.run([sys.executable, "-c", code], env={**env, "MALLOC_ARENA_MAX": "4"}, cwd=root,
+                            capture_output=True, text=True)
+    assert (mine.stdout.strip(), theirs.stdout.strip()) == ("True", "False")
