@@ -7,7 +7,7 @@ assert what the engine sent. A reply is a dict:
 
 ``text`` str (streamed in ``chunk``-sized deltas, default 4), ``reasoning`` str,
 ``tool_calls`` [{name, arguments (dict or str), call_id?}], ``usage`` {input, cached, output,
-reasoning}, ``status`` int with optional ``body``/``headers`` (an HTTP error instead of a
+reasoning, headers}, ``status`` int with optional ``body``/``headers`` (an HTTP error instead of a
 stream), ``drop`` (close the connection before answering), ``truncate_after`` N (stop the
 stream after N events, no terminal event), ``gap`` seconds between events, ``stall`` seconds
 to wait before the terminal event (ends early when the server closes), ``raw`` [(event, data)]
@@ -311,6 +311,8 @@ class FakeModelServer:
         h.send_response(200)
         h.send_header("content-type", "text/event-stream; charset=utf-8")
         h.send_header("transfer-encoding", "chunked")
+        for k, v in (reply.get("headers") or {}).items():
+            h.send_header(k, str(v))
         h.end_headers()
         h.wfile.flush()
         truncate = reply.get("truncate_after")

@@ -100,3 +100,22 @@ def test_factory_picks_wire_api():
     assert p.headers("")["X-JuCode-Group"] == "g1"
     r = make_provider({"protocol": "codex"}, "gpt-5.5-x", "k", "https://chatgpt.test/backend-api")
     assert isinstance(r, ResponsesProvider) and r.url == "https://chatgpt.test/backend-api/codex/responses"
+
+
+def test_chatgpt_account_id_comes_from_the_jwt_claim_only():
+    import base64
+    import json
+
+    from jucode.llm.responses import chatgpt_account_id
+
+    def jwt(claims):
+        enc = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+        return f"eyJhbGciOiJub25lIn0.{enc}.sig"
+    assert chatgpt_account_id(jwt({"https://api.openai.com/auth": {"chatgpt_account_id": "a-1"}})) == "a-1"
+    assert chatgpt_account_id(jwt({"chatgpt_account_id": "top"})) == "top"
+    assert chatgpt_account_id(jwt({"sub": "x"})) == ""
+    for key in (None, "", "sk-plain-key", "a.b.c", "a.!!!.c", jwt(["list"])):
+        assert chatgpt_account_id(key) == ""
+    r = make_provider({"protocol": "codex"}, "my-codex-model", jwt({"chatgpt_account_id": "z"}), "https://c.test/backend-api")
+    assert r.account_id == "z"
+    assert make_provider({}, "gpt-5.5", jwt({"chatgpt_account_id": "z"}), "https://c.test/v1").account_id == ""

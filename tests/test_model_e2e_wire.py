@@ -19,6 +19,7 @@ WIRES = {
     "anthropic-config": ({"protocol": "anthropic"}, "/messages", "anthropic"),
     "anthropic-claude-model": ({"model": "claude-sonnet-4-5"}, "/messages", "anthropic"),
     "azure": ({"protocol": "azure"}, "/responses", "responses"),
+    "codex": ({"protocol": "codex"}, "/codex/responses", "responses"),
 }
 
 
@@ -79,6 +80,36 @@ def test_wire_streams_text_reasoning_and_parallel_tool_calls(engine, server, wir
                   for b in msg["content"] if isinstance(b, dict)]
         if reqs[1]["body"].get("thinking"):
             assert any(b.get("type") == "thinking" and b.get("signature") for b in blocks)
+
+
+def _jwt(claims: dict) -> str:
+    import base64
+    import json
+
+    def part(obj):
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'none'})}.{part(claims)}.c2ln"
+
+
+def test_codex_headers_account_id_and_turn_state_echo(engine, server):
+    token = _jwt({"https://api.openai.com/auth": {"chatgpt_account_id": "acct-42"}})
+    eng = engine({"protocol": "codex"}, api_key=token)
+    server.script({"text": "one", "headers": {"x-codex-turn-state": "ts-1"}},
+                  {"text": "two", "headers": {"x-codex-turn-state": "ts-2"}},
+                  {"text": "three"})
+    for word in ("a", "b", "c"):
+        m = eng.send({"op": "user_message", "content": word})
+        eng.wait_status("ready", start=m, timeout=20)
+        assert not eng.since(m, "error"), eng.since(m, "error")
+    first, second, third = server.requests[-3:]
+    for r in (first, second, third):
+        assert r["path"].endswith("/codex/responses")
+        h = r["headers"]
+        assert (h["openai-beta"], h["originator"], h["version"]) == ("responses=experimental", "jucode", "0.153.0")
+        assert h["chatgpt-account-id"] == "acct-42" and h["authorization"] == f"Bearer {token}"
+    assert "x-codex-turn-state" not in first["headers"]
+    # captured once (the first value wins) and echoed on every later request of the session
+    assert second["headers"]["x-codex-turn-state"] == third["headers"]["x-codex-turn-state"] == "ts-1"
 
 
 def test_anthropic_cache_read_counts_as_cached_input(engine, server):

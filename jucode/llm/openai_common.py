@@ -101,16 +101,20 @@ def map_sdk_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def open_sdk_stream(create, kwargs: dict, handle: StreamHandle, label: str, url: str) -> Iterable:
+def open_sdk_stream(create, kwargs: dict, handle: StreamHandle, label: str, url: str,
+                    on_headers=None) -> Iterable:
     """Run ``create(**kwargs)`` through ``with_raw_response`` and yield the parsed stream's events.
 
     Yields :data:`HEADERS_MARK` first, then SDK events; for a JSON body yields ``(JSON_MARK, dict)``.
-    Non-SSE, non-JSON bodies raise the §4.2 error naming ``url``.
+    Non-SSE, non-JSON bodies raise the §4.2 error naming ``url``. ``on_headers`` (optional)
+    receives the response headers of every successful attempt.
     """
     try:
         raw = create(**kwargs)
         http = raw.http_response
         handle.add(http.close)
+        if on_headers is not None:
+            on_headers(raw.headers)
         ctype = (raw.headers.get("content-type") or "").lower()
         if "json" in ctype and "event-stream" not in ctype:
             data = http.read()

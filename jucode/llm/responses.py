@@ -79,6 +79,32 @@ def canonical_item(item: dict) -> Optional[dict]:
     return {k: v for k, v in item.items() if k not in ("id", "status")}
 
 
+TURN_STATE_HEADER = "x-codex-turn-state"
+_AUTH_CLAIM = "https://api.openai.com/auth"
+
+
+def chatgpt_account_id(token: Optional[str]) -> str:
+    """The ChatGPT account id inside a codex access token (a JWT), or "" for any other key.
+
+    Why decode without verifying: the server verifies the token; the engine only needs the
+    claim to fill the ``chatgpt-account-id`` header the ChatGPT backend routes on.
+    """
+    parts = (token or "").split(".")
+    if len(parts) != 3:
+        return ""
+    try:
+        import base64
+
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, TypeError):
+        return ""
+    if not isinstance(payload, dict):
+        return ""
+    auth = payload.get(_AUTH_CLAIM)
+    value = (auth.get("chatgpt_account_id") if isinstance(auth, dict) else None) or payload.get("chatgpt_account_id")
+    return value if isinstance(value, str) else ""
+
+
 class ResponsesProvider(Provider):
     """``protocol``: ``responses`` (``{base}/responses``), ``codex`` (``{base}/codex/responses``) or
     ``azure`` (``{base}/responses?api-version=…`` with an ``api-key`` header)."""
@@ -93,7 +119,8 @@ class ResponsesProvider(Provider):
         self.protocol = protocol
         self.name = protocol
         self.extra_headers = dict(extra_headers or {})
-        self.account_id = account_id
+        self.account_id = account_id or (chatgpt_account_id(api_key) if protocol == "codex" else "")
+        self._turn_state: dict = {}   # codex: session id -> x-codex-turn-state, captured once
         self._client = None
         self._client_lock = threading.Lock()
 
@@ -157,6 +184,13 @@ class ResponsesProvider(Provider):
         model = body.pop("model")
         body.pop("stream")
         headers = session_headers(request.session_id)
+        on_headers = None
+        if self.protocol == "codex":
+            state = self._turn_state.get(request.session_id or "")
+            if state:
+                headers[TURN_STATE_HEADER] = state
+            else:
+                on_headers = lambda h: self._capture_turn_state(request.session_id or "", h)  # noqa: E731
         if self.protocol == "azure":
             import openai
 
@@ -165,8 +199,14 @@ class ResponsesProvider(Provider):
                   "extra_headers": headers, "timeout": timeout_for(request)}
         handle = StreamHandle()     # per request: providers are shared by concurrent turns
         create = client.responses.with_raw_response.create
-        events = pumped(lambda h: open_sdk_stream(create, kwargs, h, self.label, self.url), cancel, handle)
+        events = pumped(lambda h: open_sdk_stream(create, kwargs, h, self.label, self.url, on_headers),
+                        cancel, handle)
         return self._consume(events, sink)
+
+    def _capture_turn_state(self, session_id: str, response_headers) -> None:
+        value = response_headers.get(TURN_STATE_HEADER)
+        if value and session_id not in self._turn_state:
+            self._turn_state[session_id] = value
 
     def _consume(self, events, sink: Sink) -> ModelResponse:
         added: dict = {}          # output_index/item_id -> partial item dict
