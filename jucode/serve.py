@@ -91,12 +91,15 @@ class EventWriter:
 
 
 class StdinReader(threading.Thread):
-    """Reads raw lines and posts ``("line", bytes)`` / ``("eof", None)``; never parses."""
+    """Reads raw lines and posts ``("line", bytes)`` / ``("eof", None)``; never parses.
 
-    def __init__(self, stream, inbox: queue.SimpleQueue):
+    While a debugger is stopped at a breakpoint, lines go to it instead (``console``)."""
+
+    def __init__(self, stream, inbox: queue.SimpleQueue, console=None):
         super().__init__(name="jucode-stdin", daemon=True)
         self._in = stream
         self._inbox = inbox
+        self._console = console
 
     def run(self) -> None:
         try:
@@ -112,9 +115,13 @@ class StdinReader(threading.Thread):
                             break
                     self._inbox.put(("toolong", len(line)))
                     continue
+                if self._console is not None and self._console.offer(line):
+                    continue
                 self._inbox.put(("line", line))
         except (OSError, ValueError):
             pass
+        if self._console is not None:
+            self._console.end_of_input()
         self._inbox.put(("eof", None))
 
 
@@ -123,12 +130,20 @@ def serve_main(argv: list[str]) -> int:
     out = sys.stdout.buffer
     # Keep anything else from reaching the protocol stream: stray prints go to stderr.
     sys.stdout = sys.stderr
+    if "pdb" in sys.modules:
+        from .debugger import launched_by_pdb
+        if launched_by_pdb():   # end the "(Pdb) " prompt pdb left open, so hello gets a line of its own
+            out.write(b"\n")
     hello_writer = EventWriter(out)
     hello_writer.write({"type": "hello", "protocol": PROTOCOL_VERSION, "version": __version__},
                        with_session=False)
 
     from .heap import single_arena
     single_arena()                              # before any thread exists (see jucode/heap.py)
+    from .debugger import DebugConsole, install
+    console = DebugConsole()
+    install(console)                            # breakpoint()/pdb use stderr, not the pipe; workers
+                                                # started from here on inherit an adopted pdb's tracer
     from .engine import Engine, EngineOptions   # after hello: the engine's imports cost time
 
     opts = EngineOptions.from_argv(argv)
@@ -137,7 +152,7 @@ def serve_main(argv: list[str]) -> int:
     writer = EventWriter(out, lambda: engine.session_id)
     engine.attach_writer(writer.write)
     engine.emit_startup()
-    StdinReader(sys.stdin.buffer, inbox).start()
+    StdinReader(sys.stdin.buffer, inbox, console).start()
     _exit_cleanly_on_signals(engine)
     try:
         return run_loop(engine, inbox)

@@ -25,7 +25,7 @@ PROTOCOL_BUGS: list[str] = []     # every "protocol bug:" error any engine repor
 class EngineProc:
     def __init__(self, tmp: Path, server=None, args=("serve",), config: dict | None = None,
                  env: dict | None = None, cwd: Path | None = None, home: Path | None = None,
-                 api_key: str | None = "sk-test-key-123456"):
+                 api_key: str | None = "sk-test-key-123456", python_args: tuple = ()):
         self.tmp = Path(tmp)
         self.home = Path(home) if home else self.tmp / "home"
         self.profile = self.home / ".jucode"
@@ -49,7 +49,7 @@ class EngineProc:
         e.update(env or {})
         self.stderr_path = self.tmp / f"stderr-{time.monotonic_ns()}.log"
         self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, str(ENTRY), *args], cwd=str(self.cwd), env=e,
+        self.proc = subprocess.Popen([sys.executable, *python_args, str(ENTRY), *args], cwd=str(self.cwd), env=e,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         self.events: list[dict] = []
         self.raw_lines: list[bytes] = []
