@@ -303,6 +303,8 @@ class SessionHost:
         engine = self.engine
         try:
             counter = self.counter()
+            if not counter.ready and counter.upper_bound(items) <= limit:
+                return items                # clearly small: don't wait for the tokenizer's load
             if counter.count_items(items) <= limit:
                 return items
             path = engine.run_on_main(lambda: list(self.store.active_path()) if self.store else [],

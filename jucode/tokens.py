@@ -286,8 +286,8 @@ class Counter:
             return estimate_tokens(text)
         return len(enc.encode(text, allowed_special="all"))
 
-    def count_items(self, items: Iterable) -> int:
-        """Sum of tokens of each item serialized as compact JSON (special tokens allowed)."""
+    @staticmethod
+    def _texts(items: Iterable) -> list:
         import orjson  # lazy
 
         texts = []
@@ -298,6 +298,20 @@ class Counter:
                 import json
 
                 texts.append(json.dumps(item, separators=(",", ":"), ensure_ascii=False, default=str))
+        return texts
+
+    def upper_bound(self, items: Iterable) -> int:
+        """A bound :meth:`count_items` can never exceed, computed without the tokenizer.
+
+        Why: a byte-level BPE token always covers at least one byte, so the UTF-8 size of the
+        compact JSON bounds its token count. A turn that starts while the tokenizer is still
+        loading uses this to skip the compaction check's wait when the input is clearly small.
+        """
+        return sum(len(t.encode("utf-8", "surrogatepass")) for t in self._texts(items))
+
+    def count_items(self, items: Iterable) -> int:
+        """Sum of tokens of each item serialized as compact JSON (special tokens allowed)."""
+        texts = self._texts(items)
         enc = self._encoder()
         if enc is None:
             return sum(estimate_tokens(t) for t in texts)

@@ -107,3 +107,20 @@ def test_startup_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
                          capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_upper_bound_never_undercounts():
+    """The bound a cold turn trusts instead of waiting for the tokenizer must never be below
+    the exact count, for any text (byte-level BPE: one token covers at least one byte)."""
+    c = tokens.Counter("gpt-5.5")
+    c.load()
+    assert c.encoding == "o200k_base"
+    samples = [
+        [{"role": "user", "content": "hello world"}],
+        [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ünïcödé ✓ 漢字 🙂" * 50}]}],
+        [{"type": "function_call_output", "call_id": "c1", "output": "<|endoftext|><|fim_prefix|>" * 20}],
+        [{"role": "assistant", "content": "\x00\x01 \t\n" * 100}, {"k": list(range(300))}],
+        [],
+    ]
+    for items in samples:
+        assert c.count_items(items) <= c.upper_bound(items), items
