@@ -18,6 +18,7 @@ from .acp_rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, RpcPeer
 log = logging.getLogger("jucode.acp")
 
 ACP_PROTOCOL_VERSION = 1
+MCP_SETTLE_SECONDS = 10.0      # session/new waits at most this long for the editor's MCP servers
 
 
 class AcpServer:
@@ -48,22 +49,23 @@ class AcpServer:
                 "protocolVersion": ACP_PROTOCOL_VERSION,
                 "agentCapabilities": {"loadSession": True,
                                       "promptCapabilities": {"image": True, "audio": False,
-                                                             "embeddedContext": True}},
+                                                             "embeddedContext": True},
+                                      "mcpCapabilities": {"http": True, "sse": False}},
                 "authMethods": [],
                 "agentInfo": {"name": "jucode", "title": "JuCode", "version": __version__},
             })
         elif method == "authenticate":
             self.peer.respond(rid, {})
         elif method == "session/new":
-            s = self._new_session(params.get("cwd"))
-            self.peer.respond(rid, {"sessionId": s.id, "modes": s.modes()})
+            s = self._new_session(params.get("cwd"), mcp=params.get("mcpServers"))
+            self._respond_when_mcp_settled(rid, s, lambda: {"sessionId": s.id, "modes": s.modes()})
         elif method == "session/load":
             sid = params.get("sessionId")
             if not isinstance(sid, str) or not sid:
                 raise RpcError(INVALID_PARAMS, "sessionId is required")
-            s = self._new_session(params.get("cwd"), load_id=sid)
+            s = self._new_session(params.get("cwd"), load_id=sid, mcp=params.get("mcpServers"))
             s.replay_history()
-            self.peer.respond(rid, {"modes": s.modes()})
+            self._respond_when_mcp_settled(rid, s, lambda: {"modes": s.modes()})
         elif method == "session/prompt":
             self._session(params).prompt(rid, params.get("prompt"))
         elif method == "session/set_mode":
@@ -76,6 +78,18 @@ class AcpServer:
         else:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
 
+    def _respond_when_mcp_settled(self, rid, s, result) -> None:
+        """Answer now, or once the session's own MCP servers settled (on a helper thread, so
+        requests for other sessions keep flowing meanwhile)."""
+        if not s.engine.opts.mcp_servers:
+            self.peer.respond(rid, result())
+            return
+
+        def later() -> None:
+            s.wait_for_mcp(MCP_SETTLE_SECONDS)
+            self.peer.respond(rid, result())
+        threading.Thread(target=later, name="acp-mcp-wait", daemon=True).start()
+
     def on_notification(self, method: str, params: dict) -> None:
         if method == "session/cancel":
             with self._lock:
@@ -84,8 +98,9 @@ class AcpServer:
                 s.cancel()
 
     # -- sessions ------------------------------------------------------------------------------
-    def _new_session(self, cwd, load_id=None):
-        from .acp_session import AcpSession
+    def _new_session(self, cwd, load_id=None, mcp=None):
+        from .acp_session import AcpSession, mcp_servers_from_acp
+        servers = mcp_servers_from_acp(mcp)
         if cwd is None:
             import os
             cwd = os.getcwd()
@@ -93,7 +108,7 @@ class AcpServer:
             with self._lock:
                 if load_id in self.sessions:
                     raise RpcError(INVALID_PARAMS, f"session already open: {load_id}")
-        s = AcpSession(self.peer, cwd, load_id=load_id, engine_argv=self.engine_argv)
+        s = AcpSession(self.peer, cwd, load_id=load_id, engine_argv=self.engine_argv, mcp_servers=servers)
         with self._lock:
             self.sessions[s.id] = s
         s.start()

@@ -85,6 +85,51 @@ def prompt_to_message(blocks, cwd: str) -> tuple[str, list]:
     return "\n".join(p for p in parts if p), images
 
 
+def mcp_servers_from_acp(servers) -> list:
+    """ACP ``mcpServers`` (session/new, session/load) → our ``mcp_servers`` entries.
+
+    stdio ``{name, command, args, env:[{name, value}]}`` and ``{type:"http", name, url,
+    headers:[{name, value}]}`` map onto the two transports we speak. ``sse`` (which we don't
+    advertise) is skipped with a log line rather than failing the editor's whole session.
+    """
+    if servers is None:
+        return []
+    if not isinstance(servers, list):
+        raise RpcError(INVALID_PARAMS, "mcpServers must be an array")
+    out = []
+    for s in servers:
+        if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not s["name"]:
+            raise RpcError(INVALID_PARAMS, "each MCP server needs a name")
+        kind = s.get("type") or "stdio"
+        if kind == "stdio":
+            if not isinstance(s.get("command"), str) or not s["command"]:
+                raise RpcError(INVALID_PARAMS, f"MCP server {s['name']} needs a command")
+            out.append({"name": s["name"], "command": s["command"], "args": _strings(s, "args"),
+                        "env": _pairs(s, "env")})
+        elif kind == "http":
+            if not isinstance(s.get("url"), str) or not s["url"]:
+                raise RpcError(INVALID_PARAMS, f"MCP server {s['name']} needs a url")
+            out.append({"name": s["name"], "url": s["url"], "headers": _pairs(s, "headers")})
+        else:
+            log.warning("skipping MCP server %s: transport %r is not supported", s["name"], kind)
+    return out
+
+
+def _strings(s: dict, key: str) -> list:
+    v = s.get(key) or []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise RpcError(INVALID_PARAMS, f"MCP server {s['name']}: {key} must be an array of strings")
+    return list(v)
+
+
+def _pairs(s: dict, key: str) -> dict:
+    v = s.get(key) or []
+    if not isinstance(v, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                                          and isinstance(p.get("value"), str) for p in v):
+        raise RpcError(INVALID_PARAMS, f"MCP server {s['name']}: {key} must be an array of {{name, value}}")
+    return {p["name"]: p["value"] for p in v}
+
+
 def _file_path(uri) -> Optional[str]:
     if not isinstance(uri, str) or not uri.startswith("file://"):
         return None
@@ -92,7 +137,7 @@ def _file_path(uri) -> Optional[str]:
 
 
 class AcpSession:
-    def __init__(self, peer, cwd: str, load_id: Optional[str] = None, engine_argv=()):
+    def __init__(self, peer, cwd: str, load_id: Optional[str] = None, engine_argv=(), mcp_servers=()):
         from .engine import Engine, EngineOptions
         self.peer = peer
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -102,7 +147,9 @@ class AcpSession:
             old = os.getcwd()
             os.chdir(cwd)
             try:
-                self.engine = Engine(EngineOptions.from_argv(list(engine_argv)), self.inbox)
+                opts = EngineOptions.from_argv(list(engine_argv))
+                opts.mcp_servers = list(mcp_servers)
+                self.engine = Engine(opts, self.inbox)
             finally:
                 os.chdir(old)
         if load_id is not None:
@@ -165,6 +212,22 @@ class AcpSession:
 
     def modes(self) -> dict:
         return {"currentModeId": self.engine.live.mode, "availableModes": MODES}
+
+    def wait_for_mcp(self, timeout: float) -> None:
+        """Block (a helper thread, never the RPC reader) until the editor's own MCP servers have
+        connected or failed, at most ``timeout`` s. Why: an editor sends its first prompt right
+        after session/new, and a turn only offers the tools of servers connected when it starts."""
+        import time
+
+        names = [e["name"] for e in self.engine.opts.mcp_servers]
+        host = self.engine.ext.host("McpHost")
+        if not names or host is None:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(host.manager.state_of(n) not in (None, "connecting") for n in names):
+                return
+            time.sleep(0.02)
 
     # -- requests ------------------------------------------------------------------------------------
     def prompt(self, req_id, blocks) -> None:

@@ -13,7 +13,7 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import orjson
@@ -35,6 +35,8 @@ class EngineOptions:
     demo: bool = False
     replay: Optional[str] = None
     headless: bool = False
+    # Servers for this engine only (ACP session/new ``mcpServers``): used, never persisted.
+    mcp_servers: list = field(default_factory=list)
 
     @classmethod
     def from_argv(cls, argv: list[str]) -> "EngineOptions":

@@ -32,6 +32,9 @@ SCRIPT = {
             {"tool": "update_plan", "arguments": {"plan": [{"step": "one", "status": "completed"},
                                                            {"step": "two", "status": "in_progress"}]}}]},
         {"match": "plan", "after": "tool", "steps": [{"text": "Planned."}]},
+        {"match": "mcp", "after": "user", "steps": [
+            {"tool": "mcp__probe__echo", "arguments": {"text": "via the editor's server"}, "call_id": "call_m"}]},
+        {"match": "mcp", "after": "tool", "steps": [{"text": "Echoed."}]},
     ],
 }
 
@@ -211,6 +214,40 @@ def test_set_mode_and_plan_updates(client_factory):
         pytest.xfail("update_plan is not offered by this build (goals host missing)")
     assert plans[-1]["entries"] == [{"content": "one", "priority": "medium", "status": "completed"},
                                     {"content": "two", "priority": "medium", "status": "in_progress"}]
+
+
+FAULT = str(ROOT / "tests" / "mcp_fault_server.py")
+
+
+def test_editor_mcp_servers_from_session_new_serve_the_first_prompt(client_factory):
+    c = client_factory(permission="allow_once")
+    init = c.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})["result"]
+    assert init["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": False}
+    servers = [{"name": "probe", "command": sys.executable, "args": [FAULT, "good"],
+                "env": [{"name": "PROBE_FLAG", "value": "1"}]},
+               {"type": "sse", "name": "legacy", "url": "http://127.0.0.1:9/sse", "headers": []}]
+    sid = c.call("session/new", {"cwd": str(c.work), "mcpServers": servers}, timeout=20)["result"]["sessionId"]
+    # session/new answered once the server connected: the very first prompt can use its tools
+    r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "mcp echo"}]}, timeout=20)
+    assert r["result"]["stopReason"] == "end_turn"
+    final = [u for u in c.updates("tool_call_update") if u["toolCallId"] == "call_m"][-1]
+    assert final["status"] == "completed", final
+    assert "via the editor's server" in final["content"][0]["content"]["text"]
+    assert text_of(c.updates("agent_message_chunk")) == "Echoed."
+    # the editor's servers belong to the session: nothing is written to config.json
+    cfg = c.work.parent / "home" / ".jucode" / "config.json"
+    assert not cfg.exists() or "probe" not in cfg.read_text()
+
+
+def test_malformed_mcp_servers_are_invalid_params(client_factory):
+    c = client_factory()
+    c.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    bad = [{"name": "x"}, {"command": "y"}, {"name": "x", "command": "y", "args": "notalist"},
+           {"name": "x", "command": "y", "env": {"A": "1"}}, {"type": "http", "name": "h"}]
+    for entry in bad:
+        err = c.call("session/new", {"cwd": str(c.work), "mcpServers": [entry]})["error"]
+        assert err["code"] == -32602, (entry, err)
+    assert c.call("session/new", {"cwd": str(c.work), "mcpServers": "nope"})["error"]["code"] == -32602
 
 
 def test_errors_and_session_load(tmp_path, client_factory):

@@ -103,3 +103,15 @@ def test_prompt_helpers():
     assert text == "user:\nq\n\nassistant:\nr"
     big = render_prompt({"messages": [{"role": "user", "content": {"type": "text", "text": "x" * 300_000}}]})
     assert len(big.encode()) == 256 * 1024
+
+
+def test_session_servers_join_config_servers_and_win_on_name():
+    from types import SimpleNamespace
+
+    from jucode.mcp.host import McpHost
+
+    host = SimpleNamespace(_session_servers=[{"name": "b", "command": "editor-b"}, {"name": "c", "url": "http://x"}])
+    merged = McpHost._with_session_servers(host, [{"name": "a", "command": "cfg-a"}, {"name": "b", "command": "cfg-b"}])
+    assert merged == [{"name": "a", "command": "cfg-a"}, {"name": "b", "command": "editor-b"},
+                      {"name": "c", "url": "http://x"}]
+    assert McpHost._with_session_servers(SimpleNamespace(_session_servers=[]), None) == []

@@ -35,11 +35,21 @@ class McpHost:
 
     def __init__(self, engine):
         self.engine = engine
-        self.manager = McpManager(engine.config.get("mcp_servers") or [], engine.cwd, engine.post,
+        self._session_servers = list(getattr(getattr(engine, "opts", None), "mcp_servers", None) or [])
+        self.manager = McpManager(self._with_session_servers(engine.config.get("mcp_servers")), engine.cwd, engine.post,
                                   save_config=self.save_config, connect=False,
                                   token_store=_token_store(engine))
         self._config_version = engine.config.version
         self._config_errors = list(self.manager.config_errors)
+
+    def _with_session_servers(self, config_servers) -> list:
+        """config.json's servers plus this session's own (an ACP editor's), which replace a
+        config entry of the same name and are never written back to config.json."""
+        entries = list(config_servers) if isinstance(config_servers, list) else []
+        if not self._session_servers:
+            return entries
+        names = {e.get("name") for e in self._session_servers if isinstance(e, dict)}
+        return [e for e in entries if not (isinstance(e, dict) and e.get("name") in names)] + self._session_servers
 
     # -- startup ---------------------------------------------------------------------------
     def servers_view(self) -> list:
@@ -66,8 +76,8 @@ class McpHost:
         """Apply the current ``mcp_servers`` to the manager (only changed servers are touched;
         its own ``mcp_servers`` view and ``_mcp_changed`` marker follow when anything did).
         New invalid entries are reported once, not on every later reload."""
-        entries = self.engine.config.get("mcp_servers")
-        _, errors = self.manager.apply_config(entries if entries is not None else [])
+        entries = self._with_session_servers(self.engine.config.get("mcp_servers"))
+        _, errors = self.manager.apply_config(entries)
         fresh = [e for e in errors if e not in self._config_errors]
         self._config_errors = list(errors)
         for msg in fresh:
