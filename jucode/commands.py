@@ -43,7 +43,7 @@ def command(name: str, args: str = "", description: str = "", advanced: bool = F
 
 
 def _load_builtins() -> None:
-    from . import builtin_commands  # noqa: F401  (registers the handlers)
+    from . import account_commands, builtin_commands  # noqa: F401  (register the handlers)
 
 
 def builtin_list() -> list[Command]:

@@ -50,6 +50,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "tree_view": ("nodes",),
     "resume_view": ("items",),
     "checkpoint_view": ("items",),
+    # /login's picker (upstream's shape; the seed's event table does not list it)
+    "login_picker": ("providers",),
     "goal": ("goal",),
     "plan": ("plan",),
     "transcript": ("items",),

@@ -93,19 +93,22 @@ _BUILTIN = [
 ]
 BUILTIN: dict = {m.name: m for m in _BUILTIN}
 
-# Provider templates: default base URL, protocol, and the models[] a fresh config lists.
+# Provider templates: display label, how it authenticates (``key``: an API key, ``none``: a local
+# server, ``oauth``: the JuCode gateway's browser sign-in), default base URL, protocol, and the
+# models[] a fresh config lists.
 PROVIDERS: dict = {
-    "jucode": {"base_url": "https://api.jucode.net/v1", "protocol": "responses",
+    "jucode": {"label": "JuCode", "auth": "oauth", "base_url": "https://api.jucode.net/v1", "protocol": "responses",
                "models": ["gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex", "gpt-5.2"]},
-    "openai": {"base_url": "https://api.openai.com/v1", "protocol": "responses",
+    "openai": {"label": "OpenAI", "auth": "key", "base_url": "https://api.openai.com/v1", "protocol": "responses",
                "models": ["gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex", "gpt-5.2"]},
-    "deepseek": {"base_url": "https://api.deepseek.com/anthropic", "protocol": "anthropic",
+    "deepseek": {"label": "DeepSeek", "auth": "key", "base_url": "https://api.deepseek.com/anthropic",
+                 "protocol": "anthropic",
                  "models": ["deepseek-v4-pro", "deepseek-v4-flash"]},
-    "ollama": {"base_url": "http://127.0.0.1:11434/v1", "protocol": "chat",
+    "ollama": {"label": "Ollama", "auth": "none", "base_url": "http://127.0.0.1:11434/v1", "protocol": "chat",
                "models": ["qwen3-coder:30b", "gpt-oss:20b", "llama3.3:70b"]},
-    "openrouter": {"base_url": "https://openrouter.ai/api/v1", "protocol": "chat",
+    "openrouter": {"label": "OpenRouter", "auth": "key", "base_url": "https://openrouter.ai/api/v1", "protocol": "chat",
                    "models": ["openai/gpt-5.5", "anthropic/claude-sonnet-4.5", "qwen/qwen3-coder"]},
-    "anthropic": {"base_url": "https://api.anthropic.com", "protocol": "anthropic",
+    "anthropic": {"label": "Anthropic", "auth": "key", "base_url": "https://api.anthropic.com", "protocol": "anthropic",
                   "models": ["claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5"]},
 }
 

@@ -7,9 +7,7 @@ missing key must match upstream's.
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Optional, Tuple
 
 from jucode.llm.base import Provider
@@ -50,12 +48,9 @@ def _read_auth(profile_dir) -> dict:
             profile_dir = _pd()
         except Exception:
             return {}
-    path = Path(profile_dir) / "auth.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    from jucode.auth_file import read_auth
+
+    return read_auth(profile_dir)
 
 
 def api_key_env_name(config) -> str:

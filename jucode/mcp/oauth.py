@@ -12,7 +12,6 @@ name only the server, the HTTP status and the OAuth ``error`` code.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -68,11 +67,9 @@ class McpTokenStore:
 
     # -- file ----------------------------------------------------------------------------
     def _read(self) -> dict:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        from ..auth_file import read_auth
+
+        return read_auth(self.path.parent)
 
     def entry(self, name: str) -> dict:
         servers = self._read().get("mcp_servers")
@@ -80,16 +77,9 @@ class McpTokenStore:
         return dict(entry) if isinstance(entry, dict) else {}
 
     def _save_entry(self, name: str, entry: dict) -> None:
-        from ..config import atomic_write_text
+        from ..auth_file import section, update_auth
 
-        data = self._read()                       # re-read: keep whatever others wrote
-        servers = data.get("mcp_servers")
-        if not isinstance(servers, dict):
-            servers = {}
-        servers[name] = entry
-        data["mcp_servers"] = servers
-        atomic_write_text(self.path, json.dumps(data, indent=2, ensure_ascii=False) + "\n",
-                          mode=0o600)
+        update_auth(self.path.parent, lambda data: section(data, "mcp_servers").__setitem__(name, entry))
 
     # -- tokens --------------------------------------------------------------------------
     def bearer(self, name: str, oauth: Optional[dict], rejected: Optional[str] = None) -> Optional[str]:
