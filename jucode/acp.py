@@ -128,6 +128,8 @@ def acp_main(argv: list[str]) -> int:
     from .serve import flush_and_exit
     out = sys.stdout.buffer
     sys.stdout = sys.stderr                       # only the RPC peer writes the protocol stream
+    from .heap import single_arena
+    single_arena()                                # before any thread exists (see jucode/heap.py)
     server = AcpServer(sys.stdin.buffer, out, engine_argv=argv)
     try:
         server.serve()

@@ -163,7 +163,9 @@ def _drive(args: HeadlessArgs, prompt: str, out) -> int:
 def headless_main(argv: list[str]) -> int:
     """CLI entry: runs the task and exits without interpreter teardown (worker threads may
     still sit in blocking reads after an interrupted turn)."""
+    from .heap import single_arena
     from .serve import flush_and_exit
+    single_arena()                  # before any thread exists (see jucode/heap.py)
     code = run_headless(argv)
     flush_and_exit(code)
     return code
