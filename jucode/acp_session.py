@@ -25,7 +25,8 @@ MODES = [
     {"id": "manual", "name": "Manual", "description": "Ask before edits, shell commands and web access"},
     {"id": "plan", "name": "Plan", "description": "Investigate read-only and propose a plan first"},
     {"id": "auto-edit", "name": "Auto-edit", "description": "Edit files freely; ask before shell commands"},
-    {"id": "auto", "name": "Auto", "description": "Edits and web freely; ask before shell and MCP tools"},
+    {"id": "auto", "name": "Auto", "description": "Edits and web freely; shell commands run when the safety "
+                                                 "model finds them routine, otherwise ask; ask before MCP tools"},
     {"id": "full-access", "name": "Full access", "description": "Never ask"},
 ]
 

@@ -341,6 +341,11 @@ class Engine(EngineControls):
         self.emit(dict({"type": "usage"}, **u))
         self.sessions.emit_context_usage()
 
+    def _w_helper_usage(self, msg: dict) -> None:
+        """A helper model's request (the safety classifier): it costs money like any other."""
+        from .models import cost_of, resolve_model_info
+        self.cost += cost_of(resolve_model_info(self.config.data, msg["model"]), msg["usage"])
+
     def _w_item(self, msg: dict) -> None:
         self.sessions.record_item(msg["item"])
 

@@ -79,6 +79,8 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
     if spec.gate == GATE_SHELL and spec.name == "write_stdin" and args is not None \
             and not args.get("text") and not args.get("chars"):
         return GateDecision(spec, raw_args)   # polling a running session changes nothing
+    if spec.gate == GATE_SHELL and "auto" in modes and args is not None and _safety_allows(ctx, spec.name, args):
+        return GateDecision(spec, raw_args)   # auto mode: the safety model found it routine
 
     hunks = _plan_hunks(spec.name, args, ctx.settings.cwd) if args is not None else None
     approval = Approval(call_id=call["call_id"], name=spec.name, summary=_summary(spec.name, args or {}),
@@ -100,6 +102,17 @@ def gate_call(ctx, call: dict, specs: dict) -> GateDecision:
         return GateDecision(spec, raw_args, result=filter_error_result(e))
     return GateDecision(spec, orjson.dumps(new_args).decode(),
                         post_process=lambda r: annotate_result(r, applied, rejected))
+
+
+def _safety_allows(ctx, name: str, args: dict) -> bool:
+    """Only an explicit ``allow`` from the classifier skips the question (jucode/safety.py)."""
+    check = ctx.settings.extra.get("safety")
+    if check is None:
+        return False
+    outcome, rationale = check(ctx, name, args)
+    log.info("safety classifier: %s for %s (%s)", outcome, name, rationale)
+    ctx.check()
+    return outcome == "allow"
 
 
 def _disabled_edit_tool(name: str, config: dict) -> Optional[str]:

@@ -88,6 +88,8 @@ def build_turn(engine, msg: Optional[QueuedMessage], input_items: Optional[list]
                       shell_sessions=engine.shell(), profile_dir=str(engine.profile),
                       config=engine.config.data, hooks=engine.ext.hooks_runner())
     settings.extra["_input"] = input_items if input_items is not None else engine.sessions.request_items()
+    from .safety import safety_check
+    settings.extra["safety"] = safety_check(engine)
     return Turn(ctx.turn_id, ctx, msg)
 
 

@@ -175,7 +175,8 @@ def build_child_context(engine, host, rec: AgentRecord, instructions: str, input
         read_timeout = min(read_timeout, float(timeout_secs))
     isolated = rec.isolation == "worktree"
     block = context_block(rec.path, rec.workdir, isolated, engine.live.mode == "plan")
-    extra = {"call_main": engine.run_on_main, "subagents": host}
+    from ..safety import safety_check
+    extra = {"call_main": engine.run_on_main, "subagents": host, "safety": safety_check(engine)}
     if mcp is not None:
         mcp.turn_extra(extra)              # the gate's "server gone" errors, as for the parent
     if isolated:
