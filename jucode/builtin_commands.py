@@ -179,13 +179,18 @@ def mask(secret: str | None) -> str:
     return secret[:3] + "…" + secret[-4:]
 
 
+JUCODE_URL = "https://api.jucode.net"     # upstream's default gateway web/API URL (shown, not used)
+
+
 @command("/config", description="Show the effective configuration", advanced=True)
 def _config(engine, args: str) -> None:
     key, base_url = _credentials(engine)
     c = engine.config
     engine.emit({"type": "info", "message": (
         f"provider={c.get('provider')} model={engine.model} reasoning_effort={engine.effective_effort()} "
-        f"base_url={base_url} auth_key={mask(key)} api_key_env={c.get('api_key_env')} "
+        f"base_url={base_url} jucode_web_url={c.get('jucode_web_url') or JUCODE_URL} "
+        f"jucode_api_url={c.get('jucode_api_url') or JUCODE_URL} "
+        f"auth_key={mask(key)} api_key_env={c.get('api_key_env')} "
         f"retry_attempts={c.get('retry_attempts')} protocol={c.get('protocol') or 'auto'} "
         f"config_path={c.path}")})
 

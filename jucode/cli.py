@@ -1,4 +1,4 @@
-"""Command-line entry: ``jucode serve | --headless | acp | providers | --version | --help``.
+"""Command-line entry: ``jucode serve | --headless | acp | providers | update | --version | --help``.
 
 Kept import-light: ``jucode --version`` and the path to ``hello`` load nothing but the stdlib
 and orjson.
@@ -17,10 +17,16 @@ usage:
   jucode --headless [PROMPT...] [--full-auto]      one task; JSONL events + final_result (stdin when no PROMPT)
   jucode acp                                       Agent Client Protocol server over stdio
   jucode providers                                 print the built-in providers and models as JSON
+  jucode update                                    how to update this install
   jucode --version | version                       print the version
 options:
   --approval-mode <manual|plan|auto-edit|auto|full-access>
 """
+
+# Upstream self-updates npm installs only; every other install gets a hint and exit 1. This one
+# is a source checkout (bin/install) or a pip install, never npm.
+UPDATE_HINT = ("jucode update: this install is not managed by npm; update it from its checkout with "
+               "`git pull && bin/install` (or `pip install -U .`)\n")
 
 MODE_ERR = "unknown approval mode '{}': use manual, auto-edit, auto, full-access, or plan"
 
@@ -78,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "acp":
         from .acp import acp_main
         return acp_main(rest[1:])
+    if cmd == "update":
+        sys.stderr.write(UPDATE_HINT)
+        return 1
     if cmd == "providers":
         from .llm.catalog import providers_json
         sys.stdout.write(providers_json() + "\n")

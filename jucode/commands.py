@@ -46,9 +46,18 @@ def _load_builtins() -> None:
     from . import account_commands, builtin_commands  # noqa: F401  (register the handlers)
 
 
+# The palette order upstream lists its commands in (reference §9); commands not named here
+# (ours, and hosts' extras such as /transcript) follow in registration order.
+PALETTE_ORDER = ("/help", "/login", "/usage", "/new", "/model", "/effort", "/subagents", "/tree", "/trust",
+                 "/resume", "/rewind", "/permissions", "/sandbox", "/context", "/goal", "/doctor", "/skills",
+                 "/pin", "/image", "/compact", "/mcp", "/quit")
+
+
 def builtin_list() -> list[Command]:
     _load_builtins()
-    return [BUILTINS[n] for n in _ORDER]
+    rank = {name: i for i, name in enumerate(PALETTE_ORDER)}
+    names = sorted(dict.fromkeys(_ORDER), key=lambda n: (rank.get(n, len(rank)), _ORDER.index(n)))
+    return [BUILTINS[n] for n in names]
 
 
 def command_list(engine) -> list[dict]:

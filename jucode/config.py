@@ -30,11 +30,21 @@ NEW_INSTALL_DEFAULTS: dict = {
     "edit_tools": ["hashline_edit"],
     "subagent_models": [],
     "mcp_servers": [],
+    # helper models: used only when listed in models[] (else the session's model)
+    "compact_model": "gpt-5.5",
+    "compact_reasoning_effort": "low",
+    "safety_model": "gpt-5.5",
+    "safety_reasoning_effort": "low",
+    "title_model": "",
+    "context_window_overrides": {},
+    "web_search_engine": "auto",
+    "web_fetch_engine": "local",
 }
 
 # Defaults for keys absent from an existing file (upstream's "absent" column): the same as a new
 # install except for these.
-ABSENT_DEFAULTS: dict = {**NEW_INSTALL_DEFAULTS, "protocol": "", "model": "gpt-5", "models": []}
+ABSENT_DEFAULTS: dict = {**NEW_INSTALL_DEFAULTS, "protocol": "", "model": "gpt-5", "models": [],
+                         "compact_model": "", "safety_model": ""}
 
 
 def profile_dir() -> Path:

@@ -21,6 +21,7 @@ import orjson
 from . import __version__
 from .approvals import ApprovalAnswer, LiveSettings, ModeError, parse_mode
 from .engine_controls import EngineControls
+from .logjson import setup_logging
 from .config import load_config, profile_dir
 from .messages import QueuedMessage, check_image, normalize_paths, user_item
 from .pool import WorkerPool
@@ -76,7 +77,7 @@ class Engine(EngineControls):
         self._write: Callable[[dict], None] = lambda ev: None
         self.profile = profile_dir()
         self.profile.mkdir(parents=True, exist_ok=True)
-        _setup_logging(self.profile)
+        setup_logging(self.profile)
         self.config = load_config(self.profile)
         self.cwd = os.path.realpath(os.getcwd())
         if opts.chat:
@@ -160,7 +161,13 @@ class Engine(EngineControls):
         return box.get("value")
 
     def refresh_commands(self) -> None:
-        """Re-emit command_list if its content changed (skills, custom commands, MCP prompts)."""
+        """Re-emit command_list if its content changed (skills, custom commands, MCP prompts).
+
+        Headless runs never list commands (no palette to fill; upstream's headless output has
+        none): they skip the startup batch, so the dedup would otherwise see the first
+        reload's list as new and print it mid-turn."""
+        if self.opts.headless:
+            return
         ev = self.ext.command_list_event()
         data = orjson.dumps(ev)
         if data != self._last_command_list:
@@ -209,7 +216,8 @@ class Engine(EngineControls):
 
     def model_state(self) -> str:
         if self.turn is None:
-            return "ready"
+            # an overflow retry between its failed request and the re-run is still the turn
+            return "streaming" if self.sessions.retrying() else "ready"
         if self.queue:
             return f"queued: {len(self.queue)}"
         return "streaming"
@@ -385,10 +393,14 @@ class Engine(EngineControls):
         self._deny_all_approvals()
         self._requeue_unread(turn)
         self.ext.turn_finished(turn, error)
-        overflow = bool(error) and self.sessions.maybe_overflow_retry(error)
-        if error and not overflow:
-            self.emit({"type": "error", "message": error})
         self.last_failed = bool(error)
+        if error and self.sessions.maybe_overflow_retry(error):
+            # Compaction and the re-run follow on the next idle tick: for the client the turn
+            # goes on, so none of a finished turn's ending (context_usage, stop hooks, ``ready``).
+            self.sessions.turn_boundary()
+            return
+        if error:
+            self.emit({"type": "error", "message": error})
         self.sessions.turn_boundary()
         self.sessions.emit_context_usage()
         self.ext.run_stop_hooks()
@@ -420,11 +432,12 @@ class Engine(EngineControls):
         self.turn = None
         self._deny_all_approvals()
         self._requeue_unread(turn)
-        self.ext.turn_interrupted(turn)
-        self.sessions.turn_boundary()
         if not quiet:
+            # Upstream order: the info and status first, then the children's ``closed`` events.
             self.emit({"type": "info", "message": "request interrupted"})
             self.emit({"type": "status", "message": "interrupted"})
+        self.ext.turn_interrupted(turn)
+        self.sessions.turn_boundary()
         return True
 
     @staticmethod
@@ -517,25 +530,3 @@ class Engine(EngineControls):
 
 class TurnSetupError(Exception):
     """A turn could not start (missing API key, unreadable prompt, ...)."""
-
-
-def _setup_logging(profile) -> None:
-    """Logs go to a file in the profile dir; never to stdout."""
-    root = logging.getLogger("jucode")
-    if root.handlers:
-        return
-    level = os.environ.get("JUCODE_LOG", "warn").upper()
-    level = {"WARN": "WARNING"}.get(level, level)
-    try:
-        logs = profile / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        path = logs / "jucode.log"
-        if path.exists() and path.stat().st_size > 5 * 1024 * 1024:
-            os.replace(path, logs / "jucode.log.1")
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
-        handler = logging.StreamHandler()   # stderr
-    handler.setFormatter(logging.Formatter('{"ts":"%(asctime)s","level":"%(levelname)s","target":"%(name)s","msg":%(message)r}'))
-    root.addHandler(handler)
-    root.setLevel(getattr(logging, level, logging.WARNING))
-    root.propagate = False

@@ -47,6 +47,15 @@ def context_limit(info, config: dict) -> int:
     return int(info.context_window or 0) * pct // 100
 
 
+def wire_effort(info, effort: str) -> str:
+    """The effort a request carries: "none" is sent to models that offer other efforts too
+    (it is a real setting there), but dropped for models with no reasoning at all (gpt-4o,
+    unknown models), which would reject a reasoning parameter."""
+    if effort == "none" and set(getattr(info, "reasoning_efforts", None) or []) <= {"none"}:
+        return ""
+    return effort
+
+
 def cost_of(info, usage: dict) -> float:
     inp = int(usage.get("input_tokens") or 0)
     cached = int(usage.get("cached_input_tokens") or 0)

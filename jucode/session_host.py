@@ -43,6 +43,7 @@ class SessionHost:
         self._compact_cancel: Optional[threading.Event] = None   # the running /compact's, if any
         self.overflow_retried = False
         self.pending_retry = False
+        self._retry_compaction = False      # the running compaction is an overflow retry's
 
     # -- store ----------------------------------------------------------------------------------
     def _ensure_store(self):
@@ -209,7 +210,13 @@ class SessionHost:
 
     # -- compaction -------------------------------------------------------------------------------
     def busy(self) -> bool:
-        return self.compacting
+        """New turns wait: a compaction runs, or an overflow retry is about to start one."""
+        return self.compacting or self.pending_retry
+
+    def retrying(self) -> bool:
+        """An overflow retry is scheduled or compacting: the failed turn has not ended for the
+        client (no ``ready`` was sent), so model_status keeps it busy too."""
+        return self.pending_retry or (self.compacting and self._retry_compaction)
 
     def start_compaction(self, then: Optional[Callable[[], None]] = None) -> bool:
         """``/compact`` and the overflow retry: plan + summarize on the pool, :meth:`busy`
@@ -227,6 +234,7 @@ class SessionHost:
         counter = self.counter()
         cancel = self._compact_cancel = threading.Event()
         self.compacting = True
+        self._retry_compaction = then is not None
 
         def emit(ev: dict) -> None:
             # Through the main thread, dropped once interrupted: no progress after the failure.
@@ -357,6 +365,8 @@ class SessionHost:
             if engine.turn is None:
                 engine.start_turn(None)
         if not self.start_compaction(then=rerun):
+            # the failed turn sent no ending yet (engine._finish_turn): end it now
+            engine.emit({"type": "status", "message": f"queued: {len(engine.queue)}" if engine.queue else "ready"})
             return False
         engine.emit({"type": "status", "message": "compacting"})
         return True

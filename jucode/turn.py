@@ -119,6 +119,10 @@ def _loop(ctx: TurnContext, items: list) -> None:
                 ctx.emit({"type": "_item", "item": reminder})
                 continue
             return
+        for call in calls:
+            if not call.get("call_id"):
+                # its output could not be paired with the call: fail the turn like upstream
+                raise ModelError(f"tool call {call.get('name') or 'unknown'} is missing call_id")
         reminders = 0
         tool_calls_made += len(calls)
         if s.max_tool_calls and tool_calls_made > s.max_tool_calls:
@@ -199,7 +203,9 @@ def _plan_draft(ctx: TurnContext, parsers: dict, ev: StreamEvent) -> None:
         # the plan host gives the finished proposed_plan this same id
         ctx.emit({"type": "_plan_draft_id", "call_id": ev.call_id, "id": plan_id})
     title, append = parser.feed(ev.delta)
-    if append or title:
+    # Only news: most chunks (keys, the title's own JSON, punctuation) change nothing visible.
+    if append or title != parsers.get(ev.call_id + ":title", ""):
+        parsers[ev.call_id + ":title"] = title
         ctx.emit({"type": "plan_draft", "id": parsers[ev.call_id + ":id"], "title": title, "append": append})
 
 

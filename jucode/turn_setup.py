@@ -56,12 +56,24 @@ def tool_specs(engine) -> list:
 
 
 def system_prompt(engine, specs: list) -> str:
-    return engine.ext.system_prompt([s.name for s in specs])
+    return engine.ext.system_prompt(prompt_tool_names(engine, specs))
+
+
+def prompt_tool_names(engine, specs: list) -> list:
+    """The "Available tools:" line, as upstream writes it: the builtins, web_search and
+    generate_image when offered, and the agent tools; goal, plan and MCP tools are left to
+    their own specs."""
+    from .subagents.tools import SUBAGENT_TOOL_NAMES
+    from .tools.registry import builtin_specs
+    listed = {s.name for s in builtin_specs(engine.config.data)} | {"web_search", "generate_image"}
+    listed.update(SUBAGENT_TOOL_NAMES)
+    return [s.name for s in specs if s.name in listed]
 
 
 def build_turn(engine, msg: Optional[QueuedMessage], input_items: Optional[list] = None):
     from .engine import Turn
     from .tools.projection import project_model_output
+    from .models import wire_effort
     from .tools.registry import run_tool
     info = engine.model_info()
     specs = tool_specs(engine)
@@ -72,7 +84,7 @@ def build_turn(engine, msg: Optional[QueuedMessage], input_items: Optional[list]
         instructions=system_prompt(engine, specs),
         tools=specs,
         make_provider=make_provider,
-        reasoning_effort=engine.effective_effort(),
+        reasoning_effort=wire_effort(info, engine.effective_effort()),
         max_output_tokens=int(info.max_output_tokens or 0),
         session_id=engine.session_id,
         cwd=engine.cwd,

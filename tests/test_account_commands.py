@@ -107,3 +107,13 @@ def test_subagents_usage_and_sandbox(engine):
     sandbox, _ = run_command(eng, "/sandbox", "info")
     assert sandbox["message"].startswith("sandbox: none")
     assert _errors(eng, "/sandbox read-only").startswith("sandboxing is not available in this engine")
+
+
+def test_palette_order_and_config_line(engine):
+    eng = engine()
+    listed = [c["command"] for c in [e for e in eng.events if e.get("type") == "command_list"][0]["commands"]]
+    assert listed[:8] == ["/help", "/login", "/usage", "/new", "/model", "/effort", "/subagents", "/tree"]
+    assert listed.index("/mcp") < listed.index("/quit")
+    info, _ = run_command(eng, "/config", "info")
+    assert " jucode_web_url=https://api.jucode.net jucode_api_url=https://api.jucode.net auth_key=sk-…" \
+        in info["message"]

@@ -106,3 +106,13 @@ def test_replay_demo_needs_no_key(tmp_path):
     types = {e["type"] for e in events}
     assert {"reasoning_delta", "assistant_delta", "tool_start", "tool_output"} <= types
     assert events[-1]["tool_calls"] >= 2 and events[-1]["last_error"] is None
+
+
+def test_no_command_list_in_headless_output(tmp_path, server):
+    """Headless output has no command palette: the project watcher's first reload (which runs
+    mid-turn, the startup batch being skipped) must not print a command_list."""
+    server.script({"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}, {"text": "done"})
+    code, events, err = run_headless(tmp_path, server, ["--full-auto", "go"])
+    assert code == 0, err
+    assert "command_list" not in [e["type"] for e in events]
+    assert "command_list" not in events[-1]["event_counts"]

@@ -73,7 +73,7 @@ def test_responses_stream_text_reasoning_and_parallel_calls(server):
     assert headers.get("x-stainless-retry-count") in (None, "0")
 
 
-def test_responses_input_is_sanitized_and_effort_none_omitted(server):
+def test_responses_input_is_sanitized_and_effort_none_sent_without_summary(server):
     server.script({"text": "ok"})
     items = [USER, {"type": "thinking", "thinking": "x", "signature": "s"},
              {"type": "reasoning", "id": "rs_9", "summary": []},
@@ -81,9 +81,12 @@ def test_responses_input_is_sanitized_and_effort_none_omitted(server):
              {"type": "function_call_output", "call_id": "c1", "output": "data", "is_error": True}]
     run(ResponsesProvider("k", server.base_url), input=items, reasoning_effort="none", tools=[])
     body = server.requests[-1]["body"]
-    assert "reasoning" not in body and "tools" not in body
+    assert body["reasoning"] == {"effort": "none"} and "tools" not in body
     assert body["input"] == [USER, {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
                              {"type": "function_call_output", "call_id": "c1", "output": "data"}]
+    server.script({"text": "ok"})
+    run(ResponsesProvider("k", server.base_url), input=[USER], reasoning_effort="", tools=[])
+    assert "reasoning" not in server.requests[-1]["body"]          # a model without efforts
 
 
 def test_azure_route_uses_api_key_header_and_api_version(server, monkeypatch):

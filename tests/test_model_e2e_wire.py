@@ -188,3 +188,15 @@ def test_html_error_page_names_the_base_url(engine, server, proto):
     assert "text/html" in err["message"] and "base_url" in err["message"]
     assert not eng.since(m, "retrying")
     assert len(server.requests) == 1
+
+
+def test_effort_none_is_sent_to_reasoning_models_only(engine, server):
+    eng = engine({"model": "gpt-5.5", "reasoning_effort": "none"})
+    for model, expected in (("gpt-5.5", {"effort": "none"}), ("gpt-4o", None)):
+        if model != "gpt-5.5":
+            m = eng.send({"op": "command", "input": f"/model {model}"})
+            eng.wait_for("model_status", start=m)
+        server.script({"text": "ok"})
+        m = eng.send({"op": "user_message", "content": "q"})
+        eng.wait_status("ready", start=m, timeout=15)
+        assert server.requests[-1]["body"].get("reasoning") == expected, model

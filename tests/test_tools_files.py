@@ -127,3 +127,10 @@ def test_malformed_arguments_never_raise(tmp_path):
                 assert isinstance(res, dict), (name, key, value)
     res, err = call(ctx, "read", {"path": "x", "limit": 10 ** 30})
     assert isinstance(res, dict)
+
+
+def test_valid_utf8_with_nul_bytes_is_text_as_upstream(tmp_path):
+    from jucode.tools.textcodec import decode_text
+
+    assert decode_text(b"abc\x00def\n") == ("abc\x00def\n", "utf-8")
+    assert decode_text(b"\x00\x01\xff\xfe\x00") is None          # not UTF-8: binary

@@ -163,8 +163,8 @@ class ResponsesProvider(Provider):
         if request.session_id:
             body["prompt_cache_key"] = request.session_id
         effort = (request.reasoning_effort or "").strip()
-        if effort and effort != "none":
-            body["reasoning"] = {"effort": effort, "summary": "auto"}
+        if effort:   # "none" is sent too (it is not the server's default), without a summary
+            body["reasoning"] = {"effort": effort} if effort == "none" else {"effort": effort, "summary": "auto"}
         body["input"] = sanitize_input(request.input)
         if request.tools:
             body["tools"] = request.tools

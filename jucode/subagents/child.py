@@ -149,7 +149,7 @@ def isolated_runner(root: str):
 def build_child_context(engine, host, rec: AgentRecord, instructions: str, input_items: list, *,
                         max_tool_calls: int, timeout_secs: Optional[int], max_output_tokens: Optional[int]):
     """The child's TurnContext; called on the main thread (reads engine state)."""
-    from ..models import resolve_model_info
+    from ..models import resolve_model_info, wire_effort
     from ..tools.projection import project_model_output
     from ..tools.registry import builtin_specs, run_tool
     from ..turn import TurnContext, TurnSettings
@@ -183,7 +183,7 @@ def build_child_context(engine, host, rec: AgentRecord, instructions: str, input
         extra["write_root"] = rec.workdir
     settings = TurnSettings(
         model=rec.model, instructions=f"{instructions}\n\n{block}" if instructions else block,
-        tools=specs, make_provider=provider_factory(engine, rec.model), reasoning_effort=rec.effort,
+        tools=specs, make_provider=provider_factory(engine, rec.model), reasoning_effort=wire_effort(info, rec.effort),
         max_output_tokens=out_tokens, session_id=engine.session_id, cwd=rec.workdir,
         retry_attempts=_retry_attempts(engine), read_timeout=read_timeout,
         connect_timeout=float(engine.config.get("connect_timeout_seconds") or 30),

@@ -14,6 +14,9 @@ import time
 from ..tools.base import GATE_READ, ToolContext, ToolError, ToolSpec
 from .records import MAX_DEPTH, depth_of
 
+# The five agent tools, in the order the system prompt lists them.
+SUBAGENT_TOOL_NAMES = ("spawn_agent", "wait_agent", "list_agents", "send_message", "close_agent")
+
 WAIT_DEFAULT_MS = 30_000
 WAIT_MIN_MS = 100
 WAIT_MAX_MS = 30_000

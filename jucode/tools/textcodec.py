@@ -23,9 +23,7 @@ def decode_text(data: bytes) -> Optional[Tuple[str, str]]:
                 return data[len(bom):].decode(codec), label
             except UnicodeDecodeError:
                 return None
-    if b"\0" in data[:8192]:
-        return None
-    try:
+    try:   # as upstream: valid UTF-8 is text, NUL bytes included (no NUL sniffing)
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         return None
