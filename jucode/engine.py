@@ -103,6 +103,14 @@ class Engine(EngineControls):
         if self.config.load_error:
             self._startup_errors.append(f"failed to load config.json: {self.config.load_error} "
                                         f"(using defaults; the file was left untouched)")
+        else:
+            from .config_checks import config_problems
+            self._startup_errors.extend(config_problems(self.config.data))
+        try:    # a stored effort the model does not offer: medium if it does, else its first
+            from .llm.catalog import normalize_effort
+            self.effort = normalize_effort(self.model_info(), self.effort)
+        except Exception:
+            log.exception("effort normalization failed")
         from .session_host import SessionHost
         self.sessions = SessionHost(self)
         from .extensions import Extensions

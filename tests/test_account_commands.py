@@ -28,7 +28,7 @@ def test_login_picker_lists_every_provider(engine):
     assert rows["openai"]["label"] == "OpenAI" and "no key stored" in rows["openai"]["detail"]
     listed, m = run_command(eng, "/login list", "info")
     assert listed["message"].startswith("  jucode (JuCode)")
-    assert any(e["message"].startswith("* openai (OpenAI)") for e in eng.since(m, "info"))
+    eng.wait_for(lambda e: e.get("type") == "info" and e["message"].startswith("* openai (OpenAI)"), start=m)
 
 
 def test_login_stores_the_key_privately_and_the_next_turn_uses_it(engine, server):

@@ -84,7 +84,7 @@ def test_pdb_breakpoint_in_a_tool_stops_its_worker_and_the_pipe_stays_json(tmp_p
 
 
 SCRIPT = textwrap.dedent("""
-    import io, queue, sys, threading
+    import os, queue, sys, threading
     sys.path.insert(0, {root!r})
     from jucode.debugger import DebugConsole, install
     from jucode.serve import StdinReader
@@ -108,6 +108,7 @@ SCRIPT = textwrap.dedent("""
     kind, line = inbox.get(timeout=20)      # a line sent after `c` is an op again
     sys.__stdout__.write(f"next={{line!r}}\\n")
     sys.__stdout__.flush()
+    os._exit(0)   # as the engine exits: the reader thread still blocks in stdin (no teardown)
 """)
 
 

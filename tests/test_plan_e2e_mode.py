@@ -114,6 +114,9 @@ def _check_plan_draft(eng, server, protocol):
     assert {d["id"] for d in drafts} == {plan["id"]}
     assert "".join(d["append"] for d in drafts) == PLAN_MD
     assert drafts[-1]["title"] == "Retry helper"
+    # every draft carries news: plan text, or a title that changed since the previous one
+    for prev, d in zip([{"title": ""}] + drafts, drafts):
+        assert d["append"] or d["title"] != prev["title"], d
     out = [e for e in eng.since(m, "tool_output") if e["name"] == "propose_plan"][0]
     assert out["is_error"] is False
     assert json.loads(out["output"])["status"] == "proposed"

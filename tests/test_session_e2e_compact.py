@@ -114,6 +114,15 @@ def test_context_overflow_compacts_once_and_retries(engine, server):
     assert not [e for e in evs if e["type"] == "error"]
     types = [e["type"] for e in evs]
     assert types.count("user_message") == 1 and "compaction_end" in types
+    # the failed request does not end the turn for the client: no ready (nor a finished turn's
+    # context_usage) between the overflow info and the compaction, and model_status stays busy
+    i = types.index("info")
+    after = [(e["type"], e.get("message")) for e in evs[i + 1:] if e["type"] != "model_status"]
+    assert after[0] == ("status", "compacting"), after[:3]
+    statuses = [e["message"] for e in evs if e["type"] == "status"]
+    assert statuses == ["streaming", "compacting", "streaming", "ready"]
+    end = max(k for k, e in enumerate(evs) if e["type"] == "status")
+    assert not [e for e in evs[:end] if e["type"] == "model_status" and e["state"] == "ready"]
     assert is_summary_request(server.requests[2])
     texts = request_input_texts(server.requests[3])
     assert texts[0] == COMPACTED + SUMMARY and texts[-1] == "too much?"
