@@ -22,6 +22,9 @@ def test_problems_texts():
 @pytest.mark.parametrize("cfg", [{"approval_mode": "bogus"}, {"edit_tools": ["nope"]}, {"protocol": "smoke"}])
 def test_startup_reports_each_once_and_keeps_serving(engine, cfg):
     eng = engine(cfg)
+    eng.wait_for("error")
+    m = eng.send({"op": "agent_runs"})          # a sentinel: everything of the startup is out by its answer
+    eng.wait_for("agent_runs", start=m)
     errs = [e["message"] for e in eng.events if e.get("type") == "error"]
     assert len(errs) == 1 and "in config.json" in errs[0], errs
     mode = [e for e in eng.events if e.get("type") == "approval_mode"][0]["mode"]
