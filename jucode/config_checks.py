@@ -29,6 +29,9 @@ def config_problems(data: dict) -> list:
     if protocol is not None and (not isinstance(protocol, str)
                                  or protocol.strip().lower() not in PROTOCOLS + ("",)):
         problems.append(f"invalid protocol in config.json: {_json(protocol)} (want one of {', '.join(PROTOCOLS)})")
+    if data.get("encrypt_secrets") is True:
+        problems.append("encrypt_secrets is not supported by this engine: auth.json is read and written as "
+                        "plain JSON (mode 0600); an encrypted auth.json cannot be read")
     return problems
 
 

@@ -17,6 +17,8 @@ def test_problems_texts():
         "or apply_patch"]
     assert config_problems({"approval_mode": "full-auto", "edit_tools": ["edit"], "protocol": ""}) == []
     assert config_problems({}) == []
+    assert config_problems({"encrypt_secrets": True})[0].startswith("encrypt_secrets is not supported")
+    assert config_problems({"encrypt_secrets": False}) == []
 
 
 @pytest.mark.parametrize("cfg", [{"approval_mode": "bogus"}, {"edit_tools": ["nope"]}, {"protocol": "smoke"}])
