@@ -218,17 +218,10 @@ class AcpSession:
         """Block (a helper thread, never the RPC reader) until the editor's own MCP servers have
         connected or failed, at most ``timeout`` s. Why: an editor sends its first prompt right
         after session/new, and a turn only offers the tools of servers connected when it starts."""
-        import time
-
         names = [e["name"] for e in self.engine.opts.mcp_servers]
         host = self.engine.ext.host("McpHost")
-        if not names or host is None:
-            return
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if all(host.manager.state_of(n) not in (None, "connecting") for n in names):
-                return
-            time.sleep(0.02)
+        if names and host is not None:
+            host.manager.wait_settled(names, timeout)
 
     # -- requests ------------------------------------------------------------------------------------
     def prompt(self, req_id, blocks) -> None:

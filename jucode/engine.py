@@ -222,6 +222,10 @@ class Engine(EngineControls):
         from .models import effective_effort
         return effective_effort(self.model_info(), self.effort)
 
+    def idle_status(self) -> str:
+        """The status that ends a turn: ``ready``, or ``queued: N`` when messages wait."""
+        return f"queued: {len(self.queue)}" if self.queue else "ready"
+
     def model_state(self) -> str:
         if self.turn is None:
             # an overflow retry between its failed request and the re-run is still the turn
@@ -414,7 +418,7 @@ class Engine(EngineControls):
         self.ext.run_stop_hooks()
         if self.queue:
             self.emit_pending()
-        self.emit({"type": "status", "message": f"queued: {len(self.queue)}" if self.queue else "ready"})
+        self.emit({"type": "status", "message": self.idle_status()})
 
     def _requeue_unread(self, turn: Turn) -> None:
         unread = []

@@ -69,8 +69,10 @@ def safety_settings(engine) -> SafetySettings:
 
 def safety_check(engine) -> Optional[Callable]:
     """Main thread: the gate's hook ``check(ctx, tool, args) -> (outcome, rationale)``, or None
-    when no classifier can run (replay scripts stay deterministic; no credentials)."""
-    if engine.replay_script() is not None:
+    when no classifier is needed or can run: the mode is not ``auto`` when the turn starts
+    (a turn switched to auto midway keeps asking, the safe side; it saves every other turn the
+    credential lookup), replay scripts stay deterministic, or there are no credentials."""
+    if engine.live.mode != "auto" or engine.replay_script() is not None:
         return None
     try:
         settings = safety_settings(engine)

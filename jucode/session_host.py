@@ -276,7 +276,7 @@ class SessionHost:
         if then is not None:
             then()
             return
-        engine.emit({"type": "status", "message": f"queued: {len(engine.queue)}" if engine.queue else "ready"})
+        engine.emit({"type": "status", "message": engine.idle_status()})
 
     def _apply_outcome(self, store, out) -> bool:
         """Record a finished compaction (``compaction_end`` + ``context_usage``) or report
@@ -366,7 +366,7 @@ class SessionHost:
                 engine.start_turn(None)
         if not self.start_compaction(then=rerun):
             # the failed turn sent no ending yet (engine._finish_turn): end it now
-            engine.emit({"type": "status", "message": f"queued: {len(engine.queue)}" if engine.queue else "ready"})
+            engine.emit({"type": "status", "message": engine.idle_status()})
             return False
         engine.emit({"type": "status", "message": "compacting"})
         return True

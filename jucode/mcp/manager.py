@@ -74,6 +74,7 @@ class McpManager(ConfigChanges):
         self.token_store = token_store           # oauth.McpTokenStore: bearer for HTTP servers
         self.save_config = save_config
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)   # notified whenever a view goes out
         self._emit_lock = threading.Lock()
         self._slots: dict[str, _Slot] = {}
         self._live: set = set()                  # every client not yet closed
@@ -228,6 +229,8 @@ class McpManager(ConfigChanges):
                 self._emit(info(message))
             self._emit({"type": "mcp_servers", "servers": self.servers_view()})
             self._emit({"type": CHANGED_MARKER})
+        with self._changed:
+            self._changed.notify_all()
 
     # ---- views --------------------------------------------------------------------------
 
@@ -246,6 +249,15 @@ class McpManager(ConfigChanges):
                     entry["error"] = slot.error
                 out.append(entry)
         return out
+
+    def wait_settled(self, names, timeout: float) -> bool:
+        """Block until none of ``names`` is still connecting (or the manager closed); False on
+        timeout. For callers that must not act before a server's tools are known."""
+        def settled() -> bool:
+            return self._closed or all(self._slots.get(n) is None or self._slots[n].state != CONNECTING
+                                       for n in names)
+        with self._changed:
+            return self._changed.wait_for(settled, timeout)
 
     def state_of(self, name: str) -> Optional[str]:
         with self._lock:
@@ -443,6 +455,7 @@ class McpManager(ConfigChanges):
         """Disconnect everything; every stdio child (and its process group) is killed."""
         with self._lock:
             self._closed = True
+            self._changed.notify_all()
             clients = list(self._live)
             for slot in self._slots.values():
                 slot.client = None
